@@ -1,0 +1,195 @@
+"""Batch query kernels over a mesh BVH: closest hit, any hit, all hits.
+
+Each query has a serial kernel (one ray or a few: no thread-pool wake-up) and
+a parallel one that ``prange``s over blocks of ``RAY_BLOCK`` rays, each block
+with its own fixed-size traversal stack, allocated once per block and never
+inside the per-ray loop. Kernels take plain arrays; the Python wrappers in
+``mesh_bvh`` validate inputs and shape results.
+"""
+
+import math
+
+import numpy as np
+from numba import prange
+
+from ._jit import MAX_DEPTH, RAY_BLOCK, jit, jit_parallel
+from .leaf_tests import any_hit_leaf, closest_hit_leaf, collect_hits_leaf, count_hits_leaf
+from .traversal import make_traversal
+
+_closest_traversal = make_traversal(closest_hit_leaf)
+_any_traversal = make_traversal(any_hit_leaf)
+_count_traversal = make_traversal(count_hits_leaf)
+_collect_traversal = make_traversal(collect_hits_leaf)
+
+
+@jit
+def _closest_block(nodes, links, tris, face_index, offset, origins, directions, tmin, tmax, cull,
+                   start, end, rows, triangle, t, u, v, point, normal, front_face):
+    stack_node = np.empty(MAX_DEPTH, np.int32)
+    stack_t = np.empty(MAX_DEPTH, np.float64)
+    out = (rows, t, u, v, cull)
+    for i in range(start, end):
+        rows[i] = -1
+        dx = directions[i, 0]
+        dy = directions[i, 1]
+        dz = directions[i, 2]
+        _closest_traversal(nodes, links, tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+                 origins[i, 2] - offset[2], dx, dy, dz, tmin, tmax, i, out,
+                 stack_node, stack_t)
+        k = rows[i]
+        if k < 0:
+            triangle[i] = -1
+            t[i] = np.inf
+            u[i] = np.nan
+            v[i] = np.nan
+            for c in range(3):
+                point[i, c] = np.nan
+                normal[i, c] = np.nan
+            front_face[i] = False
+            continue
+        triangle[i] = face_index[k]
+        # Clamp the barycentrics EDGE_TOLERANCE may have let slightly outside.
+        ui = min(max(u[i], 0.0), 1.0)
+        vi = min(max(v[i], 0.0), 1.0 - ui)
+        u[i] = ui
+        v[i] = vi
+        for c in range(3):
+            point[i, c] = origins[i, c] + t[i] * directions[i, c]
+        e1x = np.float64(tris[k, 3]) - np.float64(tris[k, 0])
+        e1y = np.float64(tris[k, 4]) - np.float64(tris[k, 1])
+        e1z = np.float64(tris[k, 5]) - np.float64(tris[k, 2])
+        e2x = np.float64(tris[k, 6]) - np.float64(tris[k, 0])
+        e2y = np.float64(tris[k, 7]) - np.float64(tris[k, 1])
+        e2z = np.float64(tris[k, 8]) - np.float64(tris[k, 2])
+        nx = e1y * e2z - e1z * e2y
+        ny = e1z * e2x - e1x * e2z
+        nz = e1x * e2y - e1y * e2x
+        inv_len = 1.0 / math.sqrt(nx * nx + ny * ny + nz * nz)
+        normal[i, 0] = nx * inv_len
+        normal[i, 1] = ny * inv_len
+        normal[i, 2] = nz * inv_len
+        front_face[i] = nx * dx + ny * dy + nz * dz < 0.0
+
+
+@jit
+def closest_hits_serial(nodes, links, tris, face_index, offset, origins, directions, tmin, tmax, cull,
+                        rows, triangle, t, u, v, point, normal, front_face):
+    _closest_block(nodes, links, tris, face_index, offset, origins, directions, tmin, tmax, cull,
+                   0, origins.shape[0], rows, triangle, t, u, v, point, normal, front_face)
+
+
+@jit_parallel
+def closest_hits_parallel(nodes, links, tris, face_index, offset, origins, directions, tmin, tmax, cull,
+                          rows, triangle, t, u, v, point, normal, front_face):
+    n = origins.shape[0]
+    for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
+        _closest_block(nodes, links, tris, face_index, offset, origins, directions, tmin, tmax, cull,
+                       b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), rows, triangle, t, u, v, point,
+                       normal, front_face)
+
+
+@jit
+def _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, occluded):
+    stack_node = np.empty(MAX_DEPTH, np.int32)
+    stack_t = np.empty(MAX_DEPTH, np.float64)
+    out = (occluded,)
+    for i in range(start, end):
+        occluded[i] = False
+        _any_traversal(nodes, links, tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+                 origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
+                 tmin, tmax, i, out, stack_node, stack_t)
+
+
+@jit
+def occluded_serial(nodes, links, tris, offset, origins, directions, tmin, tmax, occluded):
+    _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax, 0, origins.shape[0], occluded)
+
+
+@jit_parallel
+def occluded_parallel(nodes, links, tris, offset, origins, directions, tmin, tmax, occluded):
+    n = origins.shape[0]
+    for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
+        _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax,
+                        b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), occluded)
+
+
+@jit
+def _count_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, counts):
+    stack_node = np.empty(MAX_DEPTH, np.int32)
+    stack_t = np.empty(MAX_DEPTH, np.float64)
+    out = (counts,)
+    for i in range(start, end):
+        counts[i] = 0
+        _count_traversal(nodes, links, tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+                 origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
+                 tmin, tmax, i, out, stack_node, stack_t)
+
+
+@jit_parallel
+def count_hits_parallel(nodes, links, tris, offset, origins, directions, tmin, tmax, counts):
+    n = origins.shape[0]
+    for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
+        _count_block(nodes, links, tris, offset, origins, directions, tmin, tmax,
+                     b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), counts)
+
+
+@jit
+def _share_vertex(tris, j, k):
+    for a in range(3):
+        for b in range(3):
+            if (tris[j, 3 * a] == tris[k, 3 * b] and tris[j, 3 * a + 1] == tris[k, 3 * b + 1]
+                    and tris[j, 3 * a + 2] == tris[k, 3 * b + 2]):
+                return True
+    return False
+
+
+@jit
+def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end,
+                   starts, cursor, rows, ts, us, vs, keep, merge_length):
+    stack_node = np.empty(MAX_DEPTH, np.int32)
+    stack_t = np.empty(MAX_DEPTH, np.float64)
+    out = (cursor, rows, ts, us, vs)
+    for i in range(start, end):
+        cursor[i] = starts[i]
+        _collect_traversal(nodes, links, tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+                 origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
+                 tmin, tmax, i, out, stack_node, stack_t)
+        lo = starts[i]
+        hi = cursor[i]
+        # Insertion sort of this ray's hits by t: segments are short.
+        for j in range(lo + 1, hi):
+            tj = ts[j]
+            rj = rows[j]
+            uj = us[j]
+            vj = vs[j]
+            m = j - 1
+            while m >= lo and ts[m] > tj:
+                ts[m + 1] = ts[m]
+                rows[m + 1] = rows[m]
+                us[m + 1] = us[m]
+                vs[m + 1] = vs[m]
+                m -= 1
+            ts[m + 1] = tj
+            rows[m + 1] = rj
+            us[m + 1] = uj
+            vs[m + 1] = vj
+        # A ray through a shared edge or vertex meets the faces around it at
+        # the same point: one crossing of the surface, reported once.
+        length = math.sqrt(directions[i, 0] ** 2 + directions[i, 1] ** 2 + directions[i, 2] ** 2)
+        kept = -1
+        for j in range(lo, hi):
+            keep[j] = True
+            if kept >= 0 and (ts[j] - ts[kept]) * length <= merge_length and _share_vertex(tris, rows[j], rows[kept]):
+                keep[j] = False
+            else:
+                kept = j
+
+
+@jit_parallel
+def collect_hits_parallel(nodes, links, tris, offset, origins, directions, tmin, tmax, starts, cursor,
+                          rows, ts, us, vs, keep, merge_length):
+    n = origins.shape[0]
+    for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
+        _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax,
+                       b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), starts, cursor, rows, ts, us, vs,
+                       keep, merge_length)

@@ -1,0 +1,125 @@
+"""Ray/triangle tests at the leaves (Möller and Trumbore, "Fast, Minimum
+Storage Ray/Triangle Intersection", 1997), one per kind of query.
+
+Triangles are stored as float32 vertices but intersected in float64: the
+edges ``v1 - v0`` and ``v2 - v0`` of float32 values are exact in float64, so two
+faces sharing an edge see exactly the same edge, and the remaining rounding is
+some 1e-16 relative. A barycentric slack of ``EDGE_TOLERANCE`` covers that
+rounding, so that a ray through a shared edge or vertex of a closed mesh is
+accepted by at least one of the faces around it and never slips through; it
+is far below float32 resolution, so it moves no hit visibly. There is no
+absolute determinant epsilon (a scanned mesh 0.15 units across has
+determinants near 1e-6): only an exactly zero determinant (a ray parallel to
+the face) is rejected.
+
+Every test has the signature the traversal expects:
+``(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out) -> (tmax, stop)``.
+"""
+
+import numpy as np
+
+from ._jit import jit_inline
+
+EDGE_TOLERANCE = 1.0e-9
+"""Barycentric slack: ``u, v >= -EDGE_TOLERANCE`` and ``u + v <= 1 + EDGE_TOLERANCE``."""
+
+NO_HIT = -1.0
+
+
+@jit_inline
+def moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull_backfaces):
+    """Hit of the ray with triangle row ``k`` in ``[tmin, tmax]``.
+
+    Returns ``(t, u, v, det)`` with ``t = NO_HIT`` when there is none. ``det > 0``
+    means the ray meets the front face (``direction . normal < 0``).
+    """
+    ax = np.float64(tris[k, 0])
+    ay = np.float64(tris[k, 1])
+    az = np.float64(tris[k, 2])
+    e1x = np.float64(tris[k, 3]) - ax
+    e1y = np.float64(tris[k, 4]) - ay
+    e1z = np.float64(tris[k, 5]) - az
+    e2x = np.float64(tris[k, 6]) - ax
+    e2y = np.float64(tris[k, 7]) - ay
+    e2z = np.float64(tris[k, 8]) - az
+    px = dy * e2z - dz * e2y
+    py = dz * e2x - dx * e2z
+    pz = dx * e2y - dy * e2x
+    det = e1x * px + e1y * py + e1z * pz
+    if cull_backfaces:
+        if det <= 0.0:
+            return NO_HIT, 0.0, 0.0, det
+    elif det == 0.0:
+        return NO_HIT, 0.0, 0.0, det
+    inv_det = 1.0 / det
+    sx = ox - ax
+    sy = oy - ay
+    sz = oz - az
+    u = (sx * px + sy * py + sz * pz) * inv_det
+    if u < -EDGE_TOLERANCE or u > 1.0 + EDGE_TOLERANCE:
+        return NO_HIT, 0.0, 0.0, det
+    qx = sy * e1z - sz * e1y
+    qy = sz * e1x - sx * e1z
+    qz = sx * e1y - sy * e1x
+    v = (dx * qx + dy * qy + dz * qz) * inv_det
+    if v < -EDGE_TOLERANCE or u + v > 1.0 + EDGE_TOLERANCE:
+        return NO_HIT, 0.0, 0.0, det
+    t = (e2x * qx + e2y * qy + e2z * qz) * inv_det
+    if t < tmin or t > tmax:
+        return NO_HIT, 0.0, 0.0, det
+    return t, u, v, det
+
+
+@jit_inline
+def closest_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
+    """Keep the nearest hit. ``out = (row, t, u, v, cull_backfaces)``: per-ray arrays and a flag."""
+    rows, ts, us, vs, cull = out
+    for k in range(first, first + count):
+        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
+        if t != NO_HIT and (t < tmax or rows[ray] < 0):
+            tmax = t
+            rows[ray] = k
+            ts[ray] = t
+            us[ray] = u
+            vs[ray] = v
+    return tmax, False
+
+
+@jit_inline
+def any_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
+    """Stop at the first hit. ``out = (occluded,)``: a per-ray bool array."""
+    occluded = out[0]
+    for k in range(first, first + count):
+        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+        if t != NO_HIT:
+            occluded[ray] = True
+            return tmax, True
+    return tmax, False
+
+
+@jit_inline
+def count_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
+    """Count every hit in the window. ``out = (counts,)``: per-ray int64."""
+    counts = out[0]
+    for k in range(first, first + count):
+        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+        if t != NO_HIT:
+            counts[ray] += 1
+    return tmax, False
+
+
+@jit_inline
+def collect_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
+    """Append every hit in the window. ``out = (cursor, rows, ts, us, vs)``:
+    ``cursor[ray]`` is the next free slot of this ray's segment."""
+    cursor, rows, ts, us, vs = out
+    for k in range(first, first + count):
+        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+        if t != NO_HIT:
+            slot = cursor[ray]
+            rows[slot] = k
+            ts[slot] = t
+            us[slot] = u
+            vs[slot] = v
+            cursor[ray] = slot + 1
+    return tmax, False

@@ -1,0 +1,257 @@
+"""The numpy-facing mesh BVH: build it, then query it with batches of rays."""
+
+from typing import Callable
+
+import numpy as np
+
+from . import kernels
+from ._jit import FAR, MAX_DEPTH
+from .builder import binned_sah_build
+from .config import BuildConfig
+from .hits import AllHits, Hits
+from .node_layout import COUNT, aligned_empty, pack_nodes
+from .tree import Tree
+from .triangles import prepare_triangles
+from .validation import check_mesh, check_rays, check_window
+
+#: Batches up to this size run on the calling thread: waking the thread pool
+#: costs more than tracing a few rays.
+SERIAL_BATCH = 64
+
+#: Hits of one ray closer than this fraction of the mesh size, on faces that
+#: share a vertex, are one crossing of the surface (see ``intersect_all``).
+MERGE_FRACTION = 1.0e-9
+
+Builder = Callable[[np.ndarray, np.ndarray, BuildConfig], Tree]
+
+
+class MeshBVH:
+    """A triangle mesh's bounding volume hierarchy, ready for ray queries.
+
+    Make one with :func:`build`. The arrays are read-only once built and the
+    queries release the GIL, so one ``MeshBVH`` serves many threads.
+
+    Attributes
+    ----------
+    nodes : (M, 8) float32
+        32-byte nodes, see :mod:`bvh.node_layout`.
+    triangles : (T, 9) float32
+        Vertices of the non-degenerate faces in leaf order, relative to ``offset``.
+    face_index : (T,) int32
+        Original face index of each row of ``triangles``.
+    offset : (3,) float64
+        Subtracted from the mesh before rounding to float32.
+    face_count : int
+        Faces of the mesh as given, degenerate ones included.
+    """
+
+    def __init__(self, nodes, triangles, face_index, offset, depth: int, face_count: int, config: BuildConfig):
+        self.nodes = nodes
+        self.triangles = triangles
+        self.face_index = face_index
+        self.offset = offset
+        self.face_count = face_count
+        self.config = config
+        self._depth = depth
+        self._links = nodes.view(np.int32)
+        lo = nodes[0, :3].astype(np.float64)
+        hi = nodes[0, 3:6].astype(np.float64)
+        self._merge_length = MERGE_FRACTION * float(np.linalg.norm(hi - lo)) if len(triangles) else 0.0
+        for array in (self.nodes, self.triangles, self.face_index, self.offset):
+            array.setflags(write=False)
+
+    # ------------------------------------------------------------------ stats
+    @property
+    def triangle_count(self) -> int:
+        """Faces in the tree (degenerate faces are left out)."""
+        return int(self.triangles.shape[0])
+
+    @property
+    def node_count(self) -> int:
+        """Nodes of the tree, not counting the pad row."""
+        return int(self.nodes.shape[0] - (1 if self.nodes.shape[0] > 1 else 0))
+
+    @property
+    def depth(self) -> int:
+        """Depth of the deepest leaf (the root is depth 0)."""
+        return self._depth
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tree and its triangle data."""
+        return int(self.nodes.nbytes + self.triangles.nbytes + self.face_index.nbytes)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """(2, 3) float64: world-space min and max corner of the mesh's box."""
+        if self.triangle_count == 0:
+            return np.full((2, 3), np.nan)
+        local = self.triangles.reshape(-1, 3).astype(np.float64)
+        return np.stack([local.min(axis=0), local.max(axis=0)]) + self.offset
+
+    def _real_rows(self) -> np.ndarray:
+        rows = np.ones(self.nodes.shape[0], bool)
+        if rows.shape[0] > 1:
+            rows[1] = False
+        return rows
+
+    def leaf_stats(self) -> dict:
+        """Leaves and triangles per leaf: ``{"leaves", "mean", "max"}``."""
+        counts = self._links[self._real_rows(), COUNT]
+        leaves = counts[counts > 0]
+        if leaves.size == 0:
+            return {"leaves": 0, "mean": 0.0, "max": 0}
+        return {"leaves": int(leaves.size), "mean": float(leaves.mean()), "max": int(leaves.max())}
+
+    def sah_cost(self) -> float:
+        """Expected cost of a ray through the root under the surface area
+        heuristic, in units of one triangle test (constants from ``config``)."""
+        if self.triangle_count == 0:
+            return 0.0
+        rows = self._real_rows()
+        box = self.nodes[rows, :6].astype(np.float64)
+        extent = box[:, 3:] - box[:, :3]
+        area = 2.0 * (extent[:, 0] * extent[:, 1] + extent[:, 1] * extent[:, 2] + extent[:, 2] * extent[:, 0])
+        counts = self._links[rows, COUNT]
+        cost = np.where(counts > 0, self.config.intersection_cost * counts, self.config.traversal_cost)
+        return float((cost * area).sum() / area[0])
+
+    # ---------------------------------------------------------------- queries
+    def intersect(self, origins, directions, tmin=0.0, tmax=np.inf, cull_backfaces=False) -> Hits:
+        """Closest hit of each ray in ``[tmin, tmax]``.
+
+        Parameters
+        ----------
+        origins, directions : (N, 3) or (3,) float
+            Rays ``origin + t * direction``; directions need not be unit, and
+            ``t`` is measured along them as given.
+        tmin, tmax : float
+            The window of ``t`` searched, ``0 <= tmin <= tmax``; tmax may be inf.
+        cull_backfaces : bool
+            Ignore faces whose normal points along the ray.
+
+        Returns
+        -------
+        Hits
+            Arrays of length N; ``triangle`` is -1 and ``t`` inf on a miss.
+        """
+        origins, directions = check_rays(origins, directions)
+        tmin, tmax = check_window(tmin, tmax)
+        n = origins.shape[0]
+        triangle = np.empty(n, np.int64)
+        t = np.empty(n, np.float64)
+        u = np.empty(n, np.float64)
+        v = np.empty(n, np.float64)
+        point = np.empty((n, 3), np.float64)
+        normal = np.empty((n, 3), np.float64)
+        front_face = np.empty(n, np.bool_)
+        if self.triangle_count == 0:
+            return _misses(n)
+        rows = np.empty(n, np.int32)
+        kernel = kernels.closest_hits_serial if n <= SERIAL_BATCH else kernels.closest_hits_parallel
+        kernel(self.nodes, self._links, self.triangles, self.face_index, self.offset, origins, directions,
+               tmin, min(tmax, FAR), bool(cull_backfaces), rows, triangle, t, u, v, point, normal, front_face)
+        return Hits(triangle, t, u, v, point, normal, front_face)
+
+    def occluded(self, origins, directions, tmin=0.0, tmax=np.inf) -> np.ndarray:
+        """Whether anything lies on each ray within ``[tmin, tmax]`` (any hit, early exit).
+
+        Returns
+        -------
+        (N,) bool
+        """
+        origins, directions = check_rays(origins, directions)
+        tmin, tmax = check_window(tmin, tmax)
+        n = origins.shape[0]
+        occluded = np.zeros(n, np.bool_)
+        if self.triangle_count == 0:
+            return occluded
+        kernel = kernels.occluded_serial if n <= SERIAL_BATCH else kernels.occluded_parallel
+        kernel(self.nodes, self._links, self.triangles, self.offset, origins, directions, tmin,
+               min(tmax, FAR), occluded)
+        return occluded
+
+    def intersect_all(self, origins, directions, tmin=0.0, tmax=np.inf) -> AllHits:
+        """Every surface crossing of each ray within ``[tmin, tmax]``.
+
+        A ray through an edge or vertex shared by several faces crosses the
+        surface once and is reported once (on one of those faces).
+
+        Returns
+        -------
+        AllHits
+            Flat arrays sorted by ``(ray, t)``.
+        """
+        origins, directions = check_rays(origins, directions)
+        tmin, tmax = check_window(tmin, tmax)
+        n = origins.shape[0]
+        if self.triangle_count == 0:
+            empty = np.empty(0)
+            return AllHits(empty.astype(np.int64), empty, empty.astype(np.int64), empty, empty)
+        tmax = min(tmax, FAR)
+        counts = np.empty(n, np.int64)
+        kernels.count_hits_parallel(self.nodes, self._links, self.triangles, self.offset, origins, directions,
+                                    tmin, tmax, counts)
+        starts = np.zeros(n, np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        total = int(counts.sum())
+        rows = np.empty(total, np.int32)
+        t = np.empty(total, np.float64)
+        u = np.empty(total, np.float64)
+        v = np.empty(total, np.float64)
+        keep = np.empty(total, np.bool_)
+        cursor = np.empty(n, np.int64)
+        kernels.collect_hits_parallel(self.nodes, self._links, self.triangles, self.offset, origins, directions,
+                                      tmin, tmax, starts, cursor, rows, t, u, v, keep, self._merge_length)
+        ray = np.repeat(np.arange(n, dtype=np.int64), counts)[keep]
+        u = np.clip(u[keep], 0.0, 1.0)
+        v = np.minimum(np.clip(v[keep], 0.0, 1.0), 1.0 - u)
+        return AllHits(ray, t[keep], self.face_index[rows[keep]].astype(np.int64), u, v)
+
+
+def _misses(n: int) -> Hits:
+    nan3 = np.full((n, 3), np.nan)
+    return Hits(np.full(n, -1, np.int64), np.full(n, np.inf), np.full(n, np.nan), np.full(n, np.nan),
+                nan3, nan3.copy(), np.zeros(n, np.bool_))
+
+
+def build(vertices, faces, *, builder: Builder | None = None, **options) -> MeshBVH:
+    """Build the BVH of a triangle mesh.
+
+    Parameters
+    ----------
+    vertices : (V, 3) float
+    faces : (F, 3) int
+        Vertex indices of each triangle, in ``[0, V)``. Zero-area faces are
+        accepted and never hit.
+    builder : callable, optional
+        ``builder(boxes, centroids, config) -> Tree``; the binned SAH builder
+        by default.
+    **options
+        Fields of :class:`bvh.BuildConfig` (``bins``, ``max_leaf_size``, ...).
+
+    Returns
+    -------
+    MeshBVH
+
+    Raises
+    ------
+    ValueError
+        On malformed or empty meshes, out-of-range indices, non-finite
+        coordinates and unknown options, saying which.
+    """
+    config = BuildConfig.from_options(**options)
+    vertices, faces = check_mesh(vertices, faces)
+    data = prepare_triangles(vertices, faces)
+    if data.face_index.shape[0] == 0:
+        empty_nodes = aligned_empty((1, 8), np.float32)
+        empty_nodes[:] = 0.0
+        return MeshBVH(empty_nodes, np.empty((0, 9), np.float32), np.empty(0, np.int32), data.offset, 0,
+                       faces.shape[0], config)
+    tree = (builder or binned_sah_build)(data.boxes, data.centroids, config)
+    if tree.depth >= MAX_DEPTH:
+        raise ValueError(f"the builder made a tree of depth {tree.depth}; traversal supports < {MAX_DEPTH}")
+    triangles = aligned_empty(data.vertices.shape, np.float32)
+    triangles[:] = data.vertices[tree.order]
+    return MeshBVH(pack_nodes(tree), triangles, np.ascontiguousarray(data.face_index[tree.order]),
+                   data.offset, tree.depth, faces.shape[0], config)

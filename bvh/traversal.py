@@ -1,0 +1,128 @@
+"""Stack-based BVH traversal with a robust slab test; the leaf test is a parameter.
+
+Robustness (Ize, "Robust BVH Ray Traversal", JCGT 2013): the slab distances
+are computed as ``(bound - origin) * (1 / direction)`` in float64 from float32
+bounds, and the far distance is scaled by ``1 + 2 * gamma(3)`` so that rounding
+never makes a ray miss a box it passes through. Axis-aligned rays use a safe
+reciprocal: ``1 / 0`` would be inf, and ``inf * 0`` (an origin on a slab plane)
+NaN; a huge finite reciprocal keeps every product finite and the test
+conservative.
+"""
+
+import numpy as np
+
+from ._intrinsics import prefetch_row
+from ._jit import jit_inline
+from .node_layout import COUNT, FIRST
+
+_EPS64 = 2.0 ** -53
+_GAMMA3 = 3.0 * _EPS64 / (1.0 - 3.0 * _EPS64)
+IZE_FAR_SCALE = 1.0 + 2.0 * _GAMMA3
+
+#: Direction components smaller than this are treated as this, keeping 1/d
+#: finite (<= 1e200) and (bound - origin) / d finite for any float32 bound.
+TINY_DIRECTION = 1.0e-200
+
+MISS = 1.0e308
+"""What :func:`box_entry` returns for a box the ray misses: beyond any ``tmax``
+(which the kernels clamp to ``FAR``), so a miss sorts after every hit."""
+
+
+@jit_inline
+def safe_reciprocal(x):
+    if abs(x) < TINY_DIRECTION:
+        return 1.0 / TINY_DIRECTION if x >= 0.0 else -1.0 / TINY_DIRECTION
+    return 1.0 / x
+
+
+@jit_inline
+def box_entry(nodes, node, ox, oy, oz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax):
+    """Entry distance of the ray into ``node``'s box within ``[tmin, tmax]``, or MISS.
+
+    ``near_x`` is the column of the slab plane the ray meets first on x (0,
+    the min, for a non-negative reciprocal direction; 3, the max, otherwise),
+    and ``3 - near_x`` the far one (Williams et al., "An efficient and robust
+    ray-box intersection algorithm", 2005): no min/max per axis is needed.
+    """
+    near = max(max((np.float64(nodes[node, near_x]) - ox) * ix,
+                   (np.float64(nodes[node, near_y + 1]) - oy) * iy),
+               max((np.float64(nodes[node, near_z + 2]) - oz) * iz, tmin))
+    far = min(min((np.float64(nodes[node, 3 - near_x]) - ox) * ix,
+                  (np.float64(nodes[node, 4 - near_y]) - oy) * iy),
+              (np.float64(nodes[node, 5 - near_z]) - oz) * iz) * IZE_FAR_SCALE
+    far = min(far, tmax)
+    if near <= far:
+        return near
+    return MISS
+
+
+def make_traversal(leaf_test):
+    """A traversal kernel specialised to ``leaf_test``.
+
+    ``leaf_test(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)``
+    returns ``(tmax, stop)``: the new far limit (a closest-hit test shrinks it
+    to its hit) and whether to end the walk (an any-hit test stops at its
+    first hit). The test is bound at compile time rather than passed as a
+    value, so the call is static, can be inlined, and the kernel can be cached.
+    """
+
+    @jit_inline
+    def traverse(nodes, links, tris, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, stack_node, stack_t):
+        """Walk the tree front to back, calling the leaf test on every leaf the ray reaches.
+
+        Nodes are entered near child first; a node popped from the stack whose
+        entry lies beyond the current ``tmax`` is skipped. ``stack_node`` and
+        ``stack_t`` are the caller's fixed-size scratch, at least as long as
+        the tree is deep. Returns the final ``tmax``.
+        """
+
+        ix = safe_reciprocal(dx)
+        iy = safe_reciprocal(dy)
+        iz = safe_reciprocal(dz)
+        near_x = 0 if ix >= 0.0 else 3
+        near_y = 0 if iy >= 0.0 else 3
+        near_z = 0 if iz >= 0.0 else 3
+        if box_entry(nodes, 0, ox, oy, oz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax) == MISS:
+            return tmax
+        node = 0
+        sp = 0
+        while True:
+            first = links[node, FIRST]
+            count = links[node, COUNT]
+            if count > 0:
+                tmax, stop = leaf_test(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
+                if stop:
+                    return tmax
+            else:
+                # Order the children without branching on the ray: the near
+                # one is visited next, the far one pushed only when both are
+                # hit (the store is unconditional, the stack pointer is not),
+                # which spares the branch predictor two coin flips per node.
+                # Start loading what either child leads to while its box is tested.
+                for child in range(first, first + 2):
+                    if links[child, COUNT] == 0:
+                        prefetch_row(nodes, links[child, FIRST])
+                    else:
+                        prefetch_row(tris, links[child, FIRST])
+                t_left = box_entry(nodes, first, ox, oy, oz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
+                t_right = box_entry(nodes, first + 1, ox, oy, oz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
+                right_first = t_right < t_left
+                t_near = min(t_left, t_right)
+                t_far = max(t_left, t_right)
+                stack_node[sp] = first + 1 - right_first
+                stack_t[sp] = t_far
+                sp += t_far != MISS
+                if t_near != MISS:
+                    node = first + right_first
+                    continue
+            found = False
+            while sp > 0:
+                sp -= 1
+                if stack_t[sp] <= tmax:
+                    node = stack_node[sp]
+                    found = True
+                    break
+            if not found:
+                return tmax
+
+    return traverse

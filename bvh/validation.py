@@ -1,0 +1,109 @@
+"""Checks at the boundary of the library: every refusal is a ValueError that
+says what is wrong, before any kernel sees the data."""
+
+import numpy as np
+
+#: Directions shorter than this are refused as zero: their slab distances
+#: would leave the range the traversal's safe reciprocal keeps finite.
+MIN_DIRECTION_LENGTH = 1.0e-150
+
+#: Meshes whose coordinates span more than this cannot be held in float32.
+MAX_MESH_EXTENT = 1.0e37
+
+
+def _real_array(name: str, value) -> np.ndarray:
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{name} must be an array of numbers: {error}") from None
+    if array.dtype == bool or array.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be an array of real numbers, got dtype {array.dtype}")
+    return array
+
+
+def _first_bad_row(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def as_vectors(name: str, value) -> np.ndarray:
+    """``value`` as a C-contiguous ``(N, 3)`` float64 array of finite numbers.
+
+    A single vector of shape ``(3,)`` becomes ``(1, 3)``.
+    """
+    array = _real_array(name, value)
+    if array.ndim == 1 and array.shape[0] == 3:
+        array = array[None, :]
+    if array.ndim != 2 or array.shape[1] != 3:
+        raise ValueError(f"{name} must have shape (N, 3) or (3,), got {array.shape}")
+    array = np.ascontiguousarray(array, dtype=np.float64)
+    finite = np.isfinite(array).all(axis=1)
+    if not finite.all():
+        raise ValueError(f"{name} contain NaN or infinite values (first at row {_first_bad_row(~finite)})")
+    return array
+
+
+def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a batch of rays; returns ``(origins, directions)`` as ``(N, 3)`` float64."""
+    origins = as_vectors("origins", origins)
+    directions = as_vectors("directions", directions)
+    if origins.shape[0] != directions.shape[0]:
+        raise ValueError(
+            f"origins and directions hold different numbers of rays: {origins.shape[0]} and {directions.shape[0]}"
+        )
+    length = np.sqrt(np.einsum("ij,ij->i", directions, directions))
+    short = length < MIN_DIRECTION_LENGTH
+    if short.any():
+        row = _first_bad_row(short)
+        raise ValueError(f"directions must be non-zero: row {row} has length {length[row]:g}")
+    return origins, directions
+
+
+def check_window(tmin, tmax) -> tuple[float, float]:
+    """Validate the ray interval ``[tmin, tmax]``; ``tmax`` may be inf."""
+    try:
+        tmin = float(tmin)
+        tmax = float(tmax)
+    except (TypeError, ValueError):
+        raise ValueError(f"tmin and tmax must be numbers, got {tmin!r} and {tmax!r}") from None
+    if not (np.isfinite(tmin) and tmin >= 0.0):
+        raise ValueError(f"tmin must be a finite number >= 0, got {tmin!r}")
+    if np.isnan(tmax) or tmax < tmin:
+        raise ValueError(f"tmax must be a number >= tmin ({tmin!r}), got {tmax!r}")
+    return tmin, tmax
+
+
+def check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a triangle mesh; returns ``(vertices (V, 3) float64, faces (F, 3) int64)``."""
+    vertices = _real_array("vertices", vertices)
+    if vertices.ndim != 2 or vertices.shape[1] != 3:
+        raise ValueError(f"vertices must have shape (V, 3), got {vertices.shape}")
+    if vertices.shape[0] == 0:
+        raise ValueError("the mesh is empty: vertices has no rows")
+    vertices = np.ascontiguousarray(vertices, dtype=np.float64)
+    finite = np.isfinite(vertices).all(axis=1)
+    if not finite.all():
+        raise ValueError(f"vertices contain NaN or infinite values (first at row {_first_bad_row(~finite)})")
+
+    faces = np.asarray(faces)
+    if faces.dtype == bool or faces.dtype.kind not in "iu":
+        raise ValueError(f"faces must be an array of integers, got dtype {faces.dtype}")
+    if faces.ndim != 2 or faces.shape[1] != 3:
+        raise ValueError(f"faces must have shape (F, 3), got {faces.shape}")
+    if faces.shape[0] == 0:
+        raise ValueError("the mesh is empty: faces has no rows")
+    faces = np.ascontiguousarray(faces, dtype=np.int64)
+    negative = (faces < 0).any(axis=1)
+    if negative.any():
+        row = _first_bad_row(negative)
+        raise ValueError(f"faces hold a negative vertex index {faces[row].min()} (face {row})")
+    beyond = (faces >= vertices.shape[0]).any(axis=1)
+    if beyond.any():
+        row = _first_bad_row(beyond)
+        raise ValueError(
+            f"faces refer to vertex {faces[row].max()} but there are only {vertices.shape[0]} vertices (face {row})"
+        )
+    used = vertices[faces.ravel()]
+    extent = float((used.max(axis=0) - used.min(axis=0)).max())
+    if extent > MAX_MESH_EXTENT:
+        raise ValueError(f"vertex coordinates span {extent:g}, more than float32 can hold ({MAX_MESH_EXTENT:g})")
+    return vertices, faces
