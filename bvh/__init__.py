@@ -3,11 +3,15 @@
 >>> import bvh
 >>> mesh = bvh.build(vertices, faces)
 >>> hits = mesh.intersect(origins, directions)
+>>> hits.triangle, hits.t, hits.point, hits.normal
+
+``bvh.primitives`` holds the analytic ray and bounding-volume tests.
 """
 
+from . import primitives
 from .config import BuildConfig
 from .hits import AllHits, Hits
 from .mesh_bvh import MeshBVH, build
 from .tree import Tree
 
-__all__ = ["AllHits", "BuildConfig", "Hits", "MeshBVH", "Tree", "build"]
+__all__ = ["AllHits", "BuildConfig", "Hits", "MeshBVH", "Tree", "build", "primitives"]
