@@ -11,7 +11,7 @@ class TriangleData(NamedTuple):
     Attributes
     ----------
     offset : (3,) float64
-        The mesh's bounding-box centre, subtracted from every vertex before the
+        The mesh's bounding-box centre, or zero (see ``_centring_offset``), subtracted from every vertex before the
         cast to float32 so that a mesh far from the origin keeps its precision.
         Rays are moved by ``-offset`` before traversal.
     vertices : (T, 9) float32
@@ -32,6 +32,22 @@ class TriangleData(NamedTuple):
     centroids: np.ndarray
 
 
+def _centring_offset(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """What to subtract from the vertices before rounding them to float32.
+
+    A mesh far from the origin relative to its size is moved to around the
+    origin, so that float32 keeps ~7 digits of the mesh itself rather than of
+    its distance from the origin. A mesh within a couple of its sizes from the
+    origin is left in place: centring would win at most two bits, and leaving
+    it keeps vertices that are float32 values to begin with exact.
+    """
+    centre = (lo + hi) * 0.5
+    extent = float(np.max(hi - lo))
+    if np.max(np.abs(centre)) <= 2.0 * extent:
+        return np.zeros(3)
+    return centre
+
+
 def prepare_triangles(vertices: np.ndarray, faces: np.ndarray) -> TriangleData:
     """Centre, round to float32 and drop zero-area faces.
 
@@ -46,7 +62,7 @@ def prepare_triangles(vertices: np.ndarray, faces: np.ndarray) -> TriangleData:
     faces : (F, 3) integer, indices in ``[0, V)``
     """
     used = vertices[faces.ravel()]
-    offset = (used.min(axis=0) + used.max(axis=0)) * 0.5
+    offset = _centring_offset(used.min(axis=0), used.max(axis=0))
     local = (vertices - offset).astype(np.float32)
     corners = local[faces]
     exact = corners.astype(np.float64)

@@ -50,7 +50,8 @@ def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(
             f"origins and directions hold different numbers of rays: {origins.shape[0]} and {directions.shape[0]}"
         )
-    length = np.sqrt(np.einsum("ij,ij->i", directions, directions))
+    # hypot, not a sum of squares, which underflows to 0 for tiny directions.
+    length = np.hypot(np.hypot(directions[:, 0], directions[:, 1]), directions[:, 2])
     short = length < MIN_DIRECTION_LENGTH
     if short.any():
         row = _first_bad_row(short)

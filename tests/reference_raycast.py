@@ -19,7 +19,7 @@ def _moller_trumbore(corners, origins, directions):
     d = directions[:, None, :]
     p = np.cross(d, e2)
     det = np.einsum("rtk,rtk->rt", np.broadcast_to(e1, p.shape), p)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         inv = 1.0 / det
         s = origins[:, None, :] - v0
         u = np.einsum("rtk,rtk->rt", s, p) * inv
@@ -49,8 +49,11 @@ def closest_hits(vertices, faces, origins, directions, tmin=0.0, tmax=np.inf, cu
     triangle : (N,) int64, -1 on a miss
     t, u, v : (N,) float64, inf / NaN on a miss
     edge : (N,) float64
-        Smallest barycentric of the hit (0 on an edge), inf on a miss: how
-        close the hit is to the triangle's boundary.
+        How close the ray passes to a triangle boundary, in barycentric
+        units: for a hit, the smallest barycentric of the hit (0 on an edge);
+        for a miss, the largest over the triangles it would meet in the window
+        of their smallest barycentric (negative; -inf when there is none).
+        Rays with ``|edge|`` near zero graze an edge, and rounding may decide them.
     """
     corners = np.asarray(vertices, np.float64)[np.asarray(faces)]
     origins = np.atleast_2d(np.asarray(origins, np.float64))
@@ -60,9 +63,14 @@ def closest_hits(vertices, faces, origins, directions, tmin=0.0, tmax=np.inf, cu
     t_out = np.full(n, np.inf)
     u_out = np.full(n, np.nan)
     v_out = np.full(n, np.nan)
+    near_miss = np.full(n, -np.inf)
     for rows in _chunks(n, len(corners)):
         t, u, v, det = _moller_trumbore(corners, origins[rows], directions[rows])
         ok = hits_mask(t, u, v, det, tmin, tmax, cull_backfaces)
+        with np.errstate(invalid="ignore"):
+            in_window = (det > 0 if cull_backfaces else det != 0) & (t >= tmin) & (t <= tmax)
+            margin = np.where(in_window, np.minimum(np.minimum(u, v), 1 - u - v), -np.inf)
+        near_miss[rows] = margin.max(axis=1, initial=-np.inf)
         t = np.where(ok, t, np.inf)
         best = np.argmin(t, axis=1)
         r = np.arange(len(best))
@@ -71,7 +79,7 @@ def closest_hits(vertices, faces, origins, directions, tmin=0.0, tmax=np.inf, cu
         t_out[rows] = t[r, best]
         u_out[rows] = np.where(hit, u[r, best], np.nan)
         v_out[rows] = np.where(hit, v[r, best], np.nan)
-    edge = np.where(triangle >= 0, np.minimum(np.minimum(u_out, v_out), 1 - u_out - v_out), np.inf)
+    edge = np.where(triangle >= 0, np.minimum(np.minimum(u_out, v_out), 1 - u_out - v_out), near_miss)
     return triangle, t_out, u_out, v_out, edge
 
 

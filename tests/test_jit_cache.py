@@ -1,0 +1,45 @@
+"""Compiled kernels are cached on disk, so a second process does not compile."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import bvh
+from bvh import builder, kernels
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPT = """
+import numpy as np, bvh
+from bvh import builder, kernels
+mesh = bvh.build(np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
+mesh.intersect([0.2, 0.2, 1.0], [0.0, 0.0, -1.0])
+mesh.intersect(np.tile([0.2, 0.2, 1.0], (1000, 1)), np.tile([0.0, 0.0, -1.0], (1000, 1)))
+mesh.occluded([0.2, 0.2, 1.0], [0.0, 0.0, -1.0])
+misses = [name for name, f in [("build", builder._binned_build), ("serial", kernels.closest_hits_serial),
+          ("parallel", kernels.closest_hits_parallel), ("occluded", kernels.occluded_serial)]
+          if sum(f.stats.cache_misses.values())]
+print("compiled:", ",".join(misses))
+"""
+
+
+def test_kernels_have_no_uncacheable_globals():
+    mesh = bvh.build(np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
+    mesh.intersect([0.2, 0.2, 1.0], [0.0, 0.0, -1.0])
+    mesh.intersect_all([0.2, 0.2, 1.0], [0.0, 0.0, -1.0])
+    for kernel in (builder._binned_build, kernels.closest_hits_serial, kernels.count_hits_parallel,
+                   kernels.collect_hits_parallel):
+        for compiled in kernel.overloads.values():
+            assert not compiled.library.has_dynamic_globals, kernel
+
+
+def test_second_process_loads_compiled_kernels_from_cache():
+    def run():
+        done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    run()  # fills the cache if this checkout has none yet
+    assert run() == "compiled:"
