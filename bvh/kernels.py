@@ -27,13 +27,16 @@ def _closest_block(nodes, links, tris, face_index, offset, origins, directions, 
                    start, end, rows, triangle, t, u, v, point, normal, front_face):
     stack_node = np.empty(MAX_DEPTH, np.int32)
     stack_t = np.empty(MAX_DEPTH, np.float64)
+    flat_nodes = nodes.reshape(nodes.size)
+    flat_links = links.reshape(links.size)
+    flat_tris = tris.reshape(tris.size)
     out = (rows, t, u, v, cull)
     for i in range(start, end):
         rows[i] = -1
         dx = directions[i, 0]
         dy = directions[i, 1]
         dz = directions[i, 2]
-        _closest_traversal(nodes, links, tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+        _closest_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                  origins[i, 2] - offset[2], dx, dy, dz, tmin, tmax, i, out,
                  stack_node, stack_t)
         k = rows[i]
@@ -92,10 +95,13 @@ def closest_hits_parallel(nodes, links, tris, face_index, offset, origins, direc
 def _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, occluded):
     stack_node = np.empty(MAX_DEPTH, np.int32)
     stack_t = np.empty(MAX_DEPTH, np.float64)
+    flat_nodes = nodes.reshape(nodes.size)
+    flat_links = links.reshape(links.size)
+    flat_tris = tris.reshape(tris.size)
     out = (occluded,)
     for i in range(start, end):
         occluded[i] = False
-        _any_traversal(nodes, links, tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+        _any_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                  origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
                  tmin, tmax, i, out, stack_node, stack_t)
 
@@ -117,10 +123,13 @@ def occluded_parallel(nodes, links, tris, offset, origins, directions, tmin, tma
 def _count_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, counts):
     stack_node = np.empty(MAX_DEPTH, np.int32)
     stack_t = np.empty(MAX_DEPTH, np.float64)
+    flat_nodes = nodes.reshape(nodes.size)
+    flat_links = links.reshape(links.size)
+    flat_tris = tris.reshape(tris.size)
     out = (counts,)
     for i in range(start, end):
         counts[i] = 0
-        _count_traversal(nodes, links, tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+        _count_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                  origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
                  tmin, tmax, i, out, stack_node, stack_t)
 
@@ -148,10 +157,13 @@ def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, 
                    starts, cursor, rows, ts, us, vs, keep, merge_length):
     stack_node = np.empty(MAX_DEPTH, np.int32)
     stack_t = np.empty(MAX_DEPTH, np.float64)
+    flat_nodes = nodes.reshape(nodes.size)
+    flat_links = links.reshape(links.size)
+    flat_tris = tris.reshape(tris.size)
     out = (cursor, rows, ts, us, vs)
     for i in range(start, end):
         cursor[i] = starts[i]
-        _collect_traversal(nodes, links, tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+        _collect_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                  origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
                  tmin, tmax, i, out, stack_node, stack_t)
         lo = starts[i]

@@ -33,15 +33,16 @@ def moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull_backfaces)
     Returns ``(t, u, v, det)`` with ``t = NO_HIT`` when there is none. ``det > 0``
     means the ray meets the front face (``direction . normal < 0``).
     """
-    ax = np.float64(tris[k, 0])
-    ay = np.float64(tris[k, 1])
-    az = np.float64(tris[k, 2])
-    e1x = np.float64(tris[k, 3]) - ax
-    e1y = np.float64(tris[k, 4]) - ay
-    e1z = np.float64(tris[k, 5]) - az
-    e2x = np.float64(tris[k, 6]) - ax
-    e2y = np.float64(tris[k, 7]) - ay
-    e2z = np.float64(tris[k, 8]) - az
+    base = k * 9
+    ax = np.float64(tris[np.uint64(base)])
+    ay = np.float64(tris[np.uint64(base + 1)])
+    az = np.float64(tris[np.uint64(base + 2)])
+    e1x = np.float64(tris[np.uint64(base + 3)]) - ax
+    e1y = np.float64(tris[np.uint64(base + 4)]) - ay
+    e1z = np.float64(tris[np.uint64(base + 5)]) - az
+    e2x = np.float64(tris[np.uint64(base + 6)]) - ax
+    e2y = np.float64(tris[np.uint64(base + 7)]) - ay
+    e2z = np.float64(tris[np.uint64(base + 8)]) - az
     px = dy * e2z - dz * e2y
     py = dz * e2x - dx * e2z
     pz = dx * e2y - dy * e2x

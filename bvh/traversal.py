@@ -7,11 +7,15 @@ never makes a ray miss a box it passes through. Axis-aligned rays use a safe
 reciprocal: ``1 / 0`` would be inf, and ``inf * 0`` (an origin on a slab plane)
 NaN; a huge finite reciprocal keeps every product finite and the test
 conservative.
+
+Array indices are cast to unsigned before use: they are never negative, and
+numba otherwise wraps every signed index around (``i + n if i < 0``), which
+costs three instructions per load in a loop that is mostly loads.
 """
 
 import numpy as np
 
-from ._intrinsics import prefetch_row
+from ._intrinsics import prefetch
 from ._jit import jit_inline
 from .node_layout import COUNT, FIRST
 
@@ -37,6 +41,7 @@ def safe_reciprocal(x):
 
 @jit_inline
 def box_entry(nodes, node, ox, oy, oz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax):
+    base = node * 8
     """Entry distance of the ray into ``node``'s box within ``[tmin, tmax]``, or MISS.
 
     ``near_x`` is the column of the slab plane the ray meets first on x (0,
@@ -44,12 +49,12 @@ def box_entry(nodes, node, ox, oy, oz, ix, iy, iz, near_x, near_y, near_z, tmin,
     and ``3 - near_x`` the far one (Williams et al., "An efficient and robust
     ray-box intersection algorithm", 2005): no min/max per axis is needed.
     """
-    near = max(max((np.float64(nodes[node, near_x]) - ox) * ix,
-                   (np.float64(nodes[node, near_y + 1]) - oy) * iy),
-               max((np.float64(nodes[node, near_z + 2]) - oz) * iz, tmin))
-    far = min(min((np.float64(nodes[node, 3 - near_x]) - ox) * ix,
-                  (np.float64(nodes[node, 4 - near_y]) - oy) * iy),
-              (np.float64(nodes[node, 5 - near_z]) - oz) * iz) * IZE_FAR_SCALE
+    near = max(max((np.float64(nodes[np.uint64(base + near_x)]) - ox) * ix,
+                   (np.float64(nodes[np.uint64(base + near_y + 1)]) - oy) * iy),
+               max((np.float64(nodes[np.uint64(base + near_z + 2)]) - oz) * iz, tmin))
+    far = min(min((np.float64(nodes[np.uint64(base + 3 - near_x)]) - ox) * ix,
+                  (np.float64(nodes[np.uint64(base + 4 - near_y)]) - oy) * iy),
+              (np.float64(nodes[np.uint64(base + 5 - near_z)]) - oz) * iz) * IZE_FAR_SCALE
     far = min(far, tmax)
     if near <= far:
         return near
@@ -87,8 +92,8 @@ def make_traversal(leaf_test):
         node = 0
         sp = 0
         while True:
-            first = links[node, FIRST]
-            count = links[node, COUNT]
+            first = links[np.uint64(node * 8 + FIRST)]
+            count = links[np.uint64(node * 8 + COUNT)]
             if count > 0:
                 tmax, stop = leaf_test(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
                 if stop:
@@ -100,17 +105,17 @@ def make_traversal(leaf_test):
                 # which spares the branch predictor two coin flips per node.
                 # Start loading what either child leads to while its box is tested.
                 for child in range(first, first + 2):
-                    if links[child, COUNT] == 0:
-                        prefetch_row(nodes, links[child, FIRST])
+                    if links[np.uint64(child * 8 + COUNT)] == 0:
+                        prefetch(nodes, links[np.uint64(child * 8 + FIRST)] * 8)
                     else:
-                        prefetch_row(tris, links[child, FIRST])
+                        prefetch(tris, links[np.uint64(child * 8 + FIRST)] * 9)
                 t_left = box_entry(nodes, first, ox, oy, oz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
                 t_right = box_entry(nodes, first + 1, ox, oy, oz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
                 right_first = t_right < t_left
                 t_near = min(t_left, t_right)
                 t_far = max(t_left, t_right)
-                stack_node[sp] = first + 1 - right_first
-                stack_t[sp] = t_far
+                stack_node[np.uint64(sp)] = first + 1 - right_first
+                stack_t[np.uint64(sp)] = t_far
                 sp += t_far != MISS
                 if t_near != MISS:
                     node = first + right_first
@@ -118,8 +123,8 @@ def make_traversal(leaf_test):
             found = False
             while sp > 0:
                 sp -= 1
-                if stack_t[sp] <= tmax:
-                    node = stack_node[sp]
+                if stack_t[np.uint64(sp)] <= tmax:
+                    node = stack_node[np.uint64(sp)]
                     found = True
                     break
             if not found:

@@ -1,7 +1,11 @@
 """Checks at the boundary of the library: every refusal is a ValueError that
 says what is wrong, before any kernel sees the data."""
 
+import math
+
 import numpy as np
+
+from ._jit import jit
 
 #: Directions shorter than this are refused as zero: their slab distances
 #: would leave the range the traversal's safe reciprocal keeps finite.
@@ -42,20 +46,55 @@ def as_vectors(name: str, value) -> np.ndarray:
     return array
 
 
+@jit
+def _first_bad_ray(origins, directions, min_length):
+    """``(kind, row)`` of the first bad ray: kind 0 none, 1 non-finite origin,
+    2 non-finite direction, 3 direction shorter than ``min_length``.
+
+    One pass in a kernel: numpy's reductions along the short axis of an
+    ``(N, 3)`` array cost more than tracing the rays.
+    """
+    for i in range(origins.shape[0]):
+        for c in range(3):
+            if not math.isfinite(origins[i, c]):
+                return 1, i
+        for c in range(3):
+            if not math.isfinite(directions[i, c]):
+                return 2, i
+        # The length is at least the largest component; only then is the
+        # (slow) hypot needed, not a sum of squares, which underflows to 0.
+        largest = max(abs(directions[i, 0]), abs(directions[i, 1]), abs(directions[i, 2]))
+        if largest < min_length and (
+                math.hypot(math.hypot(directions[i, 0], directions[i, 1]), directions[i, 2]) < min_length):
+            return 3, i
+    return 0, -1
+
+
+def _as_ray_array(name: str, value) -> np.ndarray:
+    array = _real_array(name, value)
+    if array.ndim == 1 and array.shape[0] == 3:
+        array = array[None, :]
+    if array.ndim != 2 or array.shape[1] != 3:
+        raise ValueError(f"{name} must have shape (N, 3) or (3,), got {array.shape}")
+    return np.ascontiguousarray(array, dtype=np.float64)
+
+
 def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
     """Validate a batch of rays; returns ``(origins, directions)`` as ``(N, 3)`` float64."""
-    origins = as_vectors("origins", origins)
-    directions = as_vectors("directions", directions)
+    origins = _as_ray_array("origins", origins)
+    directions = _as_ray_array("directions", directions)
     if origins.shape[0] != directions.shape[0]:
         raise ValueError(
             f"origins and directions hold different numbers of rays: {origins.shape[0]} and {directions.shape[0]}"
         )
-    # hypot, not a sum of squares, which underflows to 0 for tiny directions.
-    length = np.hypot(np.hypot(directions[:, 0], directions[:, 1]), directions[:, 2])
-    short = length < MIN_DIRECTION_LENGTH
-    if short.any():
-        row = _first_bad_row(short)
-        raise ValueError(f"directions must be non-zero: row {row} has length {length[row]:g}")
+    kind, row = _first_bad_ray(origins, directions, MIN_DIRECTION_LENGTH)
+    if kind == 1:
+        raise ValueError(f"origins contain NaN or infinite values (first at row {row})")
+    if kind == 2:
+        raise ValueError(f"directions contain NaN or infinite values (first at row {row})")
+    if kind == 3:
+        length = math.hypot(math.hypot(directions[row, 0], directions[row, 1]), directions[row, 2])
+        raise ValueError(f"directions must be non-zero: row {row} has length {length:g}")
     return origins, directions
 
 
