@@ -1,5 +1,7 @@
 """Batch query kernels over a mesh BVH: closest hit, any hit, all hits.
 
+Closest-hit kernels walk runs of ``PACKET_SIZE`` rays that share an origin
+and a direction (a camera's pixels) as one packet, and every other ray alone.
 Each query has a serial kernel (one ray or a few: no thread-pool wake-up) and
 a parallel one that ``prange``s over blocks of ``RAY_BLOCK`` rays, each block
 with its own fixed-size traversal stack, allocated once per block and never
@@ -12,14 +14,70 @@ import math
 import numpy as np
 from numba import prange
 
-from ._jit import MAX_DEPTH, RAY_BLOCK, jit, jit_parallel
-from .leaf_tests import any_hit_leaf, closest_hit_leaf, collect_hits_leaf, count_hits_leaf
-from .traversal import make_traversal
+from ._jit import MAX_DEPTH, RAY_BLOCK, jit, jit_inline, jit_parallel
+from .leaf_tests import any_hit_leaf, closest_hit_leaf, closest_hit_packet_leaf, collect_hits_leaf, count_hits_leaf
+from .packet_traversal import PACKET_SIZE, make_packet_traversal
+from .traversal import make_traversal, safe_reciprocal
 
 _closest_traversal = make_traversal(closest_hit_leaf)
 _any_traversal = make_traversal(any_hit_leaf)
 _count_traversal = make_traversal(count_hits_leaf)
 _collect_traversal = make_traversal(collect_hits_leaf)
+_closest_packet_traversal = make_packet_traversal(closest_hit_packet_leaf)
+
+
+@jit_inline
+def _coherent_packet(origins, directions, i):
+    """Whether rays ``i .. i + PACKET_SIZE - 1`` share their origin and point
+    within about 25 degrees of the first: a packet worth walking together."""
+    for j in range(i + 1, i + PACKET_SIZE):
+        if origins[j, 0] != origins[i, 0] or origins[j, 1] != origins[i, 1] or origins[j, 2] != origins[i, 2]:
+            return False
+    first_length = math.sqrt(directions[i, 0] ** 2 + directions[i, 1] ** 2 + directions[i, 2] ** 2)
+    for j in range(i + 1, i + PACKET_SIZE):
+        dot = directions[i, 0] * directions[j, 0] + directions[i, 1] * directions[j, 1] + directions[i, 2] * directions[j, 2]
+        length = math.sqrt(directions[j, 0] ** 2 + directions[j, 1] ** 2 + directions[j, 2] ** 2)
+        if dot < 0.9 * first_length * length:
+            return False
+    return True
+
+
+@jit_inline
+def _finish_closest(i, tris, face_index, origins, directions, rows, triangle, t, u, v, point, normal, front_face):
+    """Turn ray ``i``'s hit row (``rows[i]``, -1 for none) and its ``t, u, v`` into the outputs."""
+    k = rows[i]
+    if k < 0:
+        triangle[i] = -1
+        t[i] = np.inf
+        u[i] = np.nan
+        v[i] = np.nan
+        for c in range(3):
+            point[i, c] = np.nan
+            normal[i, c] = np.nan
+        front_face[i] = False
+        return
+    triangle[i] = face_index[k]
+    # Clamp the barycentrics EDGE_TOLERANCE may have let slightly outside.
+    ui = min(max(u[i], 0.0), 1.0)
+    vi = min(max(v[i], 0.0), 1.0 - ui)
+    u[i] = ui
+    v[i] = vi
+    for c in range(3):
+        point[i, c] = origins[i, c] + t[i] * directions[i, c]
+    e1x = np.float64(tris[k, 3]) - np.float64(tris[k, 0])
+    e1y = np.float64(tris[k, 4]) - np.float64(tris[k, 1])
+    e1z = np.float64(tris[k, 5]) - np.float64(tris[k, 2])
+    e2x = np.float64(tris[k, 6]) - np.float64(tris[k, 0])
+    e2y = np.float64(tris[k, 7]) - np.float64(tris[k, 1])
+    e2z = np.float64(tris[k, 8]) - np.float64(tris[k, 2])
+    nx = e1y * e2z - e1z * e2y
+    ny = e1z * e2x - e1x * e2z
+    nz = e1x * e2y - e1y * e2x
+    inv_len = 1.0 / math.sqrt(nx * nx + ny * ny + nz * nz)
+    normal[i, 0] = nx * inv_len
+    normal[i, 1] = ny * inv_len
+    normal[i, 2] = nz * inv_len
+    front_face[i] = nx * directions[i, 0] + ny * directions[i, 1] + nz * directions[i, 2] < 0.0
 
 
 @jit
@@ -31,47 +89,42 @@ def _closest_block(nodes, links, tris, face_index, offset, origins, directions, 
     flat_links = links.reshape(links.size)
     flat_tris = tris.reshape(tris.size)
     out = (rows, t, u, v, cull)
-    for i in range(start, end):
-        rows[i] = -1
-        dx = directions[i, 0]
-        dy = directions[i, 1]
-        dz = directions[i, 2]
-        _closest_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
-                 origins[i, 2] - offset[2], dx, dy, dz, tmin, tmax, i, out,
-                 stack_node, stack_t)
-        k = rows[i]
-        if k < 0:
-            triangle[i] = -1
-            t[i] = np.inf
-            u[i] = np.nan
-            v[i] = np.nan
-            for c in range(3):
-                point[i, c] = np.nan
-                normal[i, c] = np.nan
-            front_face[i] = False
+    # Packet lanes: directions, reciprocals, far limits and hits.
+    lane_d = np.empty((3, PACKET_SIZE))
+    lane_inv = np.empty((3, PACKET_SIZE))
+    lane_tmax = np.empty(PACKET_SIZE)
+    lane_rows = np.empty(PACKET_SIZE, np.int32)
+    lane_u = np.empty(PACKET_SIZE)
+    lane_v = np.empty(PACKET_SIZE)
+    packet_out = (lane_rows, lane_u, lane_v, cull)
+    i = start
+    while i < end:
+        if i + PACKET_SIZE <= end and _coherent_packet(origins, directions, i):
+            for lane in range(PACKET_SIZE):
+                for c in range(3):
+                    lane_d[c, lane] = directions[i + lane, c]
+                    lane_inv[c, lane] = safe_reciprocal(directions[i + lane, c])
+                lane_tmax[lane] = tmax
+                lane_rows[lane] = -1
+            _closest_packet_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0],
+                                      origins[i, 1] - offset[1], origins[i, 2] - offset[2], lane_d[0], lane_d[1],
+                                      lane_d[2], lane_inv[0], lane_inv[1], lane_inv[2], tmin, lane_tmax,
+                                      packet_out, stack_node, stack_t)
+            for lane in range(PACKET_SIZE):
+                rows[i + lane] = lane_rows[lane]
+                t[i + lane] = lane_tmax[lane]
+                u[i + lane] = lane_u[lane]
+                v[i + lane] = lane_v[lane]
+                _finish_closest(i + lane, tris, face_index, origins, directions, rows, triangle, t, u, v, point,
+                                normal, front_face)
+            i += PACKET_SIZE
             continue
-        triangle[i] = face_index[k]
-        # Clamp the barycentrics EDGE_TOLERANCE may have let slightly outside.
-        ui = min(max(u[i], 0.0), 1.0)
-        vi = min(max(v[i], 0.0), 1.0 - ui)
-        u[i] = ui
-        v[i] = vi
-        for c in range(3):
-            point[i, c] = origins[i, c] + t[i] * directions[i, c]
-        e1x = np.float64(tris[k, 3]) - np.float64(tris[k, 0])
-        e1y = np.float64(tris[k, 4]) - np.float64(tris[k, 1])
-        e1z = np.float64(tris[k, 5]) - np.float64(tris[k, 2])
-        e2x = np.float64(tris[k, 6]) - np.float64(tris[k, 0])
-        e2y = np.float64(tris[k, 7]) - np.float64(tris[k, 1])
-        e2z = np.float64(tris[k, 8]) - np.float64(tris[k, 2])
-        nx = e1y * e2z - e1z * e2y
-        ny = e1z * e2x - e1x * e2z
-        nz = e1x * e2y - e1y * e2x
-        inv_len = 1.0 / math.sqrt(nx * nx + ny * ny + nz * nz)
-        normal[i, 0] = nx * inv_len
-        normal[i, 1] = ny * inv_len
-        normal[i, 2] = nz * inv_len
-        front_face[i] = nx * dx + ny * dy + nz * dz < 0.0
+        rows[i] = -1
+        _closest_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+                           origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2], tmin,
+                           tmax, i, out, stack_node, stack_t)
+        _finish_closest(i, tris, face_index, origins, directions, rows, triangle, t, u, v, point, normal, front_face)
+        i += 1
 
 
 @jit

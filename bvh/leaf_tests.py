@@ -124,3 +124,50 @@ def collect_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ra
             vs[slot] = v
             cursor[ray] = slot + 1
     return tmax, False
+
+
+@jit_inline
+def closest_hit_packet_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, out):
+    """Möller–Trumbore for a packet of rays from one origin: keep each lane's nearest hit.
+
+    With the origin shared, ``s = o - v0``, ``q = s x e1`` and ``e2 . q`` are
+    computed once per triangle; each lane adds its own ``p = d x e2``. The lane
+    loop has no branches. ``out = (rows, us, vs, cull_backfaces)``, the first
+    three ``(PACKET_SIZE,)`` arrays; ``tmax`` is updated in place.
+    """
+    rows, us, vs, cull = out
+    for k in range(first, first + count):
+        base = k * 9
+        ax = np.float64(tris[np.uint64(base)])
+        ay = np.float64(tris[np.uint64(base + 1)])
+        az = np.float64(tris[np.uint64(base + 2)])
+        e1x = np.float64(tris[np.uint64(base + 3)]) - ax
+        e1y = np.float64(tris[np.uint64(base + 4)]) - ay
+        e1z = np.float64(tris[np.uint64(base + 5)]) - az
+        e2x = np.float64(tris[np.uint64(base + 6)]) - ax
+        e2y = np.float64(tris[np.uint64(base + 7)]) - ay
+        e2z = np.float64(tris[np.uint64(base + 8)]) - az
+        sx = ox - ax
+        sy = oy - ay
+        sz = oz - az
+        qx = sy * e1z - sz * e1y
+        qy = sz * e1x - sx * e1z
+        qz = sx * e1y - sy * e1x
+        q_e2 = e2x * qx + e2y * qy + e2z * qz
+        for lane in range(dx.shape[0]):
+            px = dy[lane] * e2z - dz[lane] * e2y
+            py = dz[lane] * e2x - dx[lane] * e2z
+            pz = dx[lane] * e2y - dy[lane] * e2x
+            det = e1x * px + e1y * py + e1z * pz
+            inv_det = 1.0 / det
+            u = (sx * px + sy * py + sz * pz) * inv_det
+            v = (dx[lane] * qx + dy[lane] * qy + dz[lane] * qz) * inv_det
+            t = q_e2 * inv_det
+            facing = det > 0.0 if cull else det != 0.0
+            inside = (u >= -EDGE_TOLERANCE) & (v >= -EDGE_TOLERANCE) & (u + v <= 1.0 + EDGE_TOLERANCE)
+            nearer = (t >= tmin) & ((t < tmax[lane]) | ((t <= tmax[lane]) & (rows[lane] < 0)))
+            if facing & inside & nearer:
+                tmax[lane] = t
+                rows[lane] = k
+                us[lane] = u
+                vs[lane] = v

@@ -232,3 +232,57 @@ def test_stats():
     assert mesh.nbytes / mesh.triangle_count <= 64
     assert mesh.sah_cost() > 1.0
     np.testing.assert_allclose(mesh.bounds, [vertices.min(axis=0), vertices.max(axis=0)], atol=1e-4)
+
+
+def camera_rays(vertices, width=48, height=40, eye_direction=(0.3, 0.2, 1.0)):
+    """A pinhole camera's rays, row-major: one origin, neighbouring directions."""
+    lo, hi = vertices.min(axis=0), vertices.max(axis=0)
+    centre, radius = (lo + hi) / 2, np.linalg.norm(hi - lo)
+    eye = centre + 1.5 * radius * np.asarray(eye_direction) / np.linalg.norm(eye_direction)
+    forward = (centre - eye) / np.linalg.norm(centre - eye)
+    right = np.cross(forward, [0.0, 1.0, 0.0])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    ys, xs = np.mgrid[0:height, 0:width]
+    half = np.tan(np.radians(22.5))
+    px = ((xs + 0.5) / width * 2 - 1) * half * width / height
+    py = (1 - (ys + 0.5) / height * 2) * half
+    directions = (forward + px[..., None] * right + py[..., None] * up).reshape(-1, 3)
+    return np.tile(eye, (len(directions), 1)), directions
+
+
+@pytest.mark.parametrize("name", ["torus.ply", "gear.stl", "terrain.obj"])
+def test_camera_packets_against_oracle(name):
+    vertices, faces = sample_mesh(name)
+    origins, directions = camera_rays(vertices)
+    hits = assert_agrees_with_oracle(vertices, faces, origins, directions)
+    assert hits.hit.mean() > 0.05
+    for tmin, tmax in [(0.0, 1.2), (1.1, np.inf)]:
+        assert_agrees_with_oracle(vertices, faces, origins, directions, tmin, tmax)
+    assert_agrees_with_oracle(vertices, faces, origins, directions, cull_backfaces=True)
+
+
+def test_camera_packets_on_the_bunny_against_oracle():
+    vertices, faces = shared_mesh("stanford-bunny")
+    origins, directions = camera_rays(vertices, 24, 20)
+    assert_agrees_with_oracle(vertices, faces, origins, directions)
+
+
+def test_packets_answer_as_single_rays_do():
+    vertices, faces = sample_mesh("torus.ply")
+    origins, directions = camera_rays(vertices, 64, 64)
+    mesh = bvh.build(vertices, faces)
+    packed = mesh.intersect(origins, directions)
+    single = [mesh.intersect(origins[i], directions[i]) for i in range(0, len(origins), 7)]
+    np.testing.assert_allclose(packed.t[::7], [h.t[0] for h in single], rtol=1e-12)
+    np.testing.assert_allclose(packed.normal[::7], np.vstack([h.normal for h in single]), atol=1e-9)
+
+
+def test_incoherent_rays_from_one_origin_are_not_packed_wrongly():
+    # One origin, directions all over the sphere: a packet would be wasteful,
+    # and must in any case give the same answers.
+    vertices, faces = sample_mesh("torus.ply")
+    rng = np.random.default_rng(10)
+    directions = rng.normal(size=(4000, 3))
+    origins = np.tile([0.0, 0.0, 0.1], (4000, 1))
+    assert_agrees_with_oracle(vertices, faces, origins, directions)
