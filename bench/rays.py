@@ -18,6 +18,7 @@ import importlib
 import importlib.util
 import os
 import platform
+import subprocess
 import sys
 import time
 import zlib
@@ -244,6 +245,25 @@ class Bench:
 # --------------------------------------------------------------------------- report
 
 
+COLD_START_BAR_S = 2.0
+
+COLD_START_SCRIPT = """
+import numpy as np, bvh
+mesh = bvh.build(np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
+assert mesh.intersect([0.2, 0.2, 1.0], [0.0, 0.0, -1.0]).triangle[0] == 0
+"""
+
+
+def cold_start_seconds() -> float:
+    """Wall time of a fresh process from start to its first answer, with the
+    JIT cache already on disk (the run before fills it if needed)."""
+    command = [sys.executable, "-c", COLD_START_SCRIPT]
+    subprocess.run(command, check=True)
+    start = time.perf_counter()
+    subprocess.run(command, check=True)
+    return time.perf_counter() - start
+
+
 def report(results: list[dict], bench: Bench, have_ours: bool) -> None:
     n = bench.nthreads
     rows = []
@@ -339,11 +359,15 @@ def report(results: list[dict], bench: Bench, have_ours: bool) -> None:
     v, who = max(bpt) if bpt else (None, "")
     line(f"max bytes/triangle ({who})" if who else "max bytes/triangle", fmt(v, ".1f", 0), f"<= {BYTES_BAR}",
          None if v is None else v <= BYTES_BAR)
+    if have_ours:
+        v = cold_start_seconds()
+        line("second process: start to first answer (cached JIT)", f"{v:.2f} s", f"<= {COLD_START_BAR_S} s",
+             v <= COLD_START_BAR_S)
     agree = [x["agree_rnd"] for x in results if "agree_rnd" in x]
     if agree:
         print(f"  [info] min random-ray hit/miss agreement with Embree: {min(agree):.6f} "
               f"(sanity only; the 99.99% bar is against the float64 oracle in the tests)")
-    print("  (not measured here: oracle accuracy, leaks, NaN, 2 s cold start -- see tests/)")
+    print("  (oracle agreement, leaks and NaN are bars of the tests: tests/test_mesh_bvh.py, test_watertight.py)")
 
 
 # --------------------------------------------------------------------------- main

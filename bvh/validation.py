@@ -105,9 +105,9 @@ def check_window(tmin, tmax) -> tuple[float, float]:
         tmax = float(tmax)
     except (TypeError, ValueError):
         raise ValueError(f"tmin and tmax must be numbers, got {tmin!r} and {tmax!r}") from None
-    if not (np.isfinite(tmin) and tmin >= 0.0):
+    if not (math.isfinite(tmin) and tmin >= 0.0):
         raise ValueError(f"tmin must be a finite number >= 0, got {tmin!r}")
-    if np.isnan(tmax) or tmax < tmin:
+    if math.isnan(tmax) or tmax < tmin:
         raise ValueError(f"tmax must be a number >= tmin ({tmin!r}), got {tmax!r}")
     return tmin, tmax
 
