@@ -8,10 +8,13 @@
 ``bvh.primitives`` holds the analytic ray and bounding-volume tests.
 """
 
+from ._jit import end_cache_scope
 from . import primitives
 from .config import BuildConfig
 from .hits import AllHits, Hits
 from .mesh_bvh import MeshBVH, build
 from .tree import Tree
+
+end_cache_scope()
 
 __all__ = ["AllHits", "BuildConfig", "Hits", "MeshBVH", "Tree", "build", "primitives"]

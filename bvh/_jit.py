@@ -12,7 +12,59 @@ use the finite sentinel ``FAR``) and not ``reassoc``, which would let LLVM
 reorder the sums that the conservative slab test of Ize (2013) reasons about.
 """
 
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import numba
 from numba import njit
+
+
+def _source_keyed_cache_dir(package: Path = Path(__file__).resolve().parent) -> Path:
+    """A numba cache directory named after a hash of every source file of ``bvh``.
+
+    numba checks a cached kernel only against the file that defines it, so a
+    kernel in ``kernels.py`` would keep running old code after a change to
+    ``traversal.py`` or ``leaf_tests.py``, which it inlines. Keying the whole
+    cache by the sources makes any change, or an in-place upgrade, compile
+    afresh. The cache lives under ``NUMBA_CACHE_DIR`` when that is set, else
+    beside the package, else (a read-only install) in the user's cache.
+    """
+    digest = hashlib.sha256()
+    for source in sorted(package.rglob("*.py")):
+        digest.update(source.relative_to(package).as_posix().encode())
+        digest.update(source.read_bytes())
+    name = f"numba-{digest.hexdigest()[:16]}"
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return Path(os.environ["NUMBA_CACHE_DIR"]) / name
+    if os.access(package, os.W_OK):
+        return package / "__pycache__" / name
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bvh" / name
+
+
+def _use_cache_dir(directory: Path) -> str:
+    """Point numba's cache at ``directory``; returns the previous setting."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        directory = Path(tempfile.gettempdir()) / "bvh" / directory.name
+        directory.mkdir(parents=True, exist_ok=True)
+    previous = numba.config.CACHE_DIR
+    numba.config.CACHE_DIR = str(directory)
+    return previous
+
+
+# numba picks a function's cache location when the function is decorated, so
+# this must run before the kernel modules are imported; ``bvh/__init__.py``
+# imports them all, then hands the setting back with ``end_cache_scope`` so
+# that the user's own numba functions keep their usual cache.
+_user_cache_dir = _use_cache_dir(_source_keyed_cache_dir())
+
+
+def end_cache_scope() -> None:
+    """Restore numba's cache setting for functions decorated from now on."""
+    numba.config.CACHE_DIR = _user_cache_dir
 
 FASTMATH = {"nsz", "arcp", "contract"}
 

@@ -138,6 +138,8 @@ class MeshBVH:
         origins, directions = check_rays(origins, directions)
         tmin, tmax = check_window(tmin, tmax)
         n = origins.shape[0]
+        if self.triangle_count == 0:
+            return _misses(n)
         triangle = np.empty(n, np.int64)
         t = np.empty(n, np.float64)
         u = np.empty(n, np.float64)
@@ -145,8 +147,6 @@ class MeshBVH:
         point = np.empty((n, 3), np.float64)
         normal = np.empty((n, 3), np.float64)
         front_face = np.empty(n, np.bool_)
-        if self.triangle_count == 0:
-            return _misses(n)
         rows = np.empty(n, np.int32)
         kernel = kernels.closest_hits_serial if n <= SERIAL_BATCH else kernels.closest_hits_parallel
         kernel(self.nodes, self._links, self.triangles, self.face_index, self.offset, origins, directions,

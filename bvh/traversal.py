@@ -15,6 +15,7 @@ costs three instructions per load in a loop that is mostly loads.
 
 import numpy as np
 
+from ._intrinsics import prefetch
 from ._jit import jit_inline
 from .node_layout import COUNT, FIRST
 
@@ -102,6 +103,12 @@ def make_traversal(leaf_test):
                 # one is visited next, the far one pushed only when both are
                 # hit (the store is unconditional, the stack pointer is not),
                 # which spares the branch predictor two coin flips per node.
+                # Start loading what either child leads to while its box is tested.
+                for child in range(first, first + 2):
+                    if links[np.uint64(child * 8 + COUNT)] == 0:
+                        prefetch(nodes, links[np.uint64(child * 8 + FIRST)] * 8)
+                    else:
+                        prefetch(tris, links[np.uint64(child * 8 + FIRST)] * 9)
                 t_left = box_entry(nodes, first, ox, oy, oz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
                 t_right = box_entry(nodes, first + 1, ox, oy, oz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
                 right_first = t_right < t_left

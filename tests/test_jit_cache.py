@@ -43,3 +43,27 @@ def test_second_process_loads_compiled_kernels_from_cache():
 
     run()  # fills the cache if this checkout has none yet
     assert run() == "compiled:"
+
+
+def test_cache_directory_follows_every_source_file(tmp_path, monkeypatch):
+    from bvh._jit import _source_keyed_cache_dir
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    (tmp_path / "kernels.py").write_text("a = 1\n")
+    (tmp_path / "traversal.py").write_text("b = 1\n")
+    first = _source_keyed_cache_dir(tmp_path)
+    assert first.parent == tmp_path / "__pycache__" and first.name.startswith("numba-")
+    assert _source_keyed_cache_dir(tmp_path) == first
+    # A change to a module that a kernel only inlines still changes the key.
+    (tmp_path / "traversal.py").write_text("b = 2\n")
+    assert _source_keyed_cache_dir(tmp_path) != first
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert _source_keyed_cache_dir(tmp_path).parent == tmp_path / "elsewhere"
+
+
+def test_user_numba_cache_setting_is_left_alone():
+    import os
+
+    import numba
+
+    assert numba.config.CACHE_DIR == os.environ.get("NUMBA_CACHE_DIR", "")
