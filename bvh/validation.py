@@ -11,6 +11,10 @@ from ._jit import jit
 #: would leave the range the traversal's safe reciprocal keeps finite.
 MIN_DIRECTION_LENGTH = 1.0e-150
 
+#: Ray origins farther than this from the world origin are refused: slab
+#: distances multiply them by reciprocal directions up to 1e200.
+MAX_ORIGIN = 1.0e30
+
 #: Meshes whose coordinates span more than this cannot be held in float32.
 MAX_MESH_EXTENT = 1.0e37
 
@@ -47,9 +51,10 @@ def as_vectors(name: str, value) -> np.ndarray:
 
 
 @jit
-def _first_bad_ray(origins, directions, min_length):
+def _first_bad_ray(origins, directions, min_length, max_origin):
     """``(kind, row)`` of the first bad ray: kind 0 none, 1 non-finite origin,
-    2 non-finite direction, 3 direction shorter than ``min_length``.
+    2 non-finite direction, 3 direction shorter than ``min_length``, 4 origin
+    coordinate beyond ``max_origin``.
 
     One pass in a kernel: numpy's reductions along the short axis of an
     ``(N, 3)`` array cost more than tracing the rays.
@@ -58,6 +63,8 @@ def _first_bad_ray(origins, directions, min_length):
         for c in range(3):
             if not math.isfinite(origins[i, c]):
                 return 1, i
+            if abs(origins[i, c]) > max_origin:
+                return 4, i
         for c in range(3):
             if not math.isfinite(directions[i, c]):
                 return 2, i
@@ -87,7 +94,7 @@ def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(
             f"origins and directions hold different numbers of rays: {origins.shape[0]} and {directions.shape[0]}"
         )
-    kind, row = _first_bad_ray(origins, directions, MIN_DIRECTION_LENGTH)
+    kind, row = _first_bad_ray(origins, directions, MIN_DIRECTION_LENGTH, MAX_ORIGIN)
     if kind == 1:
         raise ValueError(f"origins contain NaN or infinite values (first at row {row})")
     if kind == 2:
@@ -95,6 +102,8 @@ def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
     if kind == 3:
         length = math.hypot(math.hypot(directions[row, 0], directions[row, 1]), directions[row, 2])
         raise ValueError(f"directions must be non-zero: row {row} has length {length:g}")
+    if kind == 4:
+        raise ValueError(f"origins must lie within {MAX_ORIGIN:g} of the world origin (row {row})")
     return origins, directions
 
 

@@ -63,6 +63,8 @@ def test_bad_build_options_are_refused(options, message):
     ([[0.0, 0.0, 0.0]] * 2, [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]], r"directions must be non-zero: row 1 has length 0"),
     ([[0.0, 0.0, 0.0]], [[0.0, 0.0, 1e-200]], r"directions must be non-zero: row 0 has length 1e-200"),
     ([["0", "0", "0"]], [[0.0, 0.0, 1.0]], r"origins must be an array of real numbers, got dtype <U1"),
+    ([[0.0, 0.0, 0.0], [0.0, -2e30, 0.0]], [[0.0, 0.0, 1.0]] * 2,
+     r"origins must lie within 1e\+30 of the world origin \(row 1\)"),
     ([[0.0, 0.0, 0.0], [1.0]], [[0.0, 0.0, 1.0]], r"origins must be an array of numbers"),
 ])
 def test_bad_rays_are_refused(mesh, query, origins, directions, message):
