@@ -15,7 +15,8 @@ import numpy as np
 from numba import prange
 
 from ._jit import MAX_DEPTH, RAY_BLOCK, jit, jit_inline, jit_parallel
-from .leaf_tests import any_hit_leaf, closest_hit_leaf, closest_hit_packet_leaf, collect_hits_leaf, count_hits_leaf
+from .leaf_tests import (any_hit_leaf, closest_hit_leaf, closest_hit_packet_leaf, collect_hits_leaf,
+                         count_hits_leaf, triangle_edges)
 from .packet_traversal import PACKET_SIZE, make_packet_traversal
 from .traversal import make_traversal, safe_reciprocal
 
@@ -44,7 +45,8 @@ def _coherent_packet(origins, directions, i):
 
 @jit_inline
 def _finish_closest(i, tris, face_index, origins, directions, rows, triangle, t, u, v, point, normal, front_face):
-    """Turn ray ``i``'s hit row (``rows[i]``, -1 for none) and its ``t, u, v`` into the outputs."""
+    """Turn ray ``i``'s hit row (``rows[i]``, -1 for none) and its ``t, u, v`` into
+    the outputs; ``tris`` is the flat ``(T * 9,)`` triangle array."""
     k = rows[i]
     if k < 0:
         triangle[i] = -1
@@ -64,12 +66,7 @@ def _finish_closest(i, tris, face_index, origins, directions, rows, triangle, t,
     v[i] = vi
     for c in range(3):
         point[i, c] = origins[i, c] + t[i] * directions[i, c]
-    e1x = np.float64(tris[k, 3]) - np.float64(tris[k, 0])
-    e1y = np.float64(tris[k, 4]) - np.float64(tris[k, 1])
-    e1z = np.float64(tris[k, 5]) - np.float64(tris[k, 2])
-    e2x = np.float64(tris[k, 6]) - np.float64(tris[k, 0])
-    e2y = np.float64(tris[k, 7]) - np.float64(tris[k, 1])
-    e2z = np.float64(tris[k, 8]) - np.float64(tris[k, 2])
+    ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, k)
     nx = e1y * e2z - e1z * e2y
     ny = e1z * e2x - e1x * e2z
     nz = e1x * e2y - e1y * e2x
@@ -115,7 +112,7 @@ def _closest_block(nodes, links, tris, face_index, offset, origins, directions, 
                 t[i + lane] = lane_tmax[lane]
                 u[i + lane] = lane_u[lane]
                 v[i + lane] = lane_v[lane]
-                _finish_closest(i + lane, tris, face_index, origins, directions, rows, triangle, t, u, v, point,
+                _finish_closest(i + lane, flat_tris, face_index, origins, directions, rows, triangle, t, u, v, point,
                                 normal, front_face)
             i += PACKET_SIZE
             continue
@@ -123,7 +120,7 @@ def _closest_block(nodes, links, tris, face_index, offset, origins, directions, 
         _closest_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                            origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2], tmin,
                            tmax, i, out, stack_node, stack_t)
-        _finish_closest(i, tris, face_index, origins, directions, rows, triangle, t, u, v, point, normal, front_face)
+        _finish_closest(i, flat_tris, face_index, origins, directions, rows, triangle, t, u, v, point, normal, front_face)
         i += 1
 
 

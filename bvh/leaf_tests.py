@@ -27,22 +27,28 @@ NO_HIT = -1.0
 
 
 @jit_inline
+def triangle_edges(tris, k):
+    """``v0`` and the edges ``v1 - v0``, ``v2 - v0`` of row ``k`` of the flat
+    ``(T * 9,)`` float32 triangle array, in float64: exact, so two faces that
+    share an edge see exactly the same edge."""
+    base = k * 9
+    ax = np.float64(tris[np.uint64(base)])
+    ay = np.float64(tris[np.uint64(base + 1)])
+    az = np.float64(tris[np.uint64(base + 2)])
+    return (ax, ay, az,
+            np.float64(tris[np.uint64(base + 3)]) - ax, np.float64(tris[np.uint64(base + 4)]) - ay,
+            np.float64(tris[np.uint64(base + 5)]) - az, np.float64(tris[np.uint64(base + 6)]) - ax,
+            np.float64(tris[np.uint64(base + 7)]) - ay, np.float64(tris[np.uint64(base + 8)]) - az)
+
+
+@jit_inline
 def moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull_backfaces):
     """Hit of the ray with triangle row ``k`` in ``[tmin, tmax]``.
 
     Returns ``(t, u, v, det)`` with ``t = NO_HIT`` when there is none. ``det > 0``
     means the ray meets the front face (``direction . normal < 0``).
     """
-    base = k * 9
-    ax = np.float64(tris[np.uint64(base)])
-    ay = np.float64(tris[np.uint64(base + 1)])
-    az = np.float64(tris[np.uint64(base + 2)])
-    e1x = np.float64(tris[np.uint64(base + 3)]) - ax
-    e1y = np.float64(tris[np.uint64(base + 4)]) - ay
-    e1z = np.float64(tris[np.uint64(base + 5)]) - az
-    e2x = np.float64(tris[np.uint64(base + 6)]) - ax
-    e2y = np.float64(tris[np.uint64(base + 7)]) - ay
-    e2z = np.float64(tris[np.uint64(base + 8)]) - az
+    ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, k)
     px = dy * e2z - dz * e2y
     py = dz * e2x - dx * e2z
     pz = dx * e2y - dy * e2x
@@ -137,16 +143,7 @@ def closest_hit_packet_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tm
     """
     rows, us, vs, cull = out
     for k in range(first, first + count):
-        base = k * 9
-        ax = np.float64(tris[np.uint64(base)])
-        ay = np.float64(tris[np.uint64(base + 1)])
-        az = np.float64(tris[np.uint64(base + 2)])
-        e1x = np.float64(tris[np.uint64(base + 3)]) - ax
-        e1y = np.float64(tris[np.uint64(base + 4)]) - ay
-        e1z = np.float64(tris[np.uint64(base + 5)]) - az
-        e2x = np.float64(tris[np.uint64(base + 6)]) - ax
-        e2y = np.float64(tris[np.uint64(base + 7)]) - ay
-        e2z = np.float64(tris[np.uint64(base + 8)]) - az
+        ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, k)
         sx = ox - ax
         sy = oy - ay
         sz = oz - az

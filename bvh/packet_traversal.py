@@ -13,10 +13,9 @@ their shared edge).
 
 import numpy as np
 
-from ._intrinsics import prefetch
 from ._jit import jit_inline
 from .node_layout import COUNT, FIRST
-from .traversal import IZE_FAR_SCALE, MISS
+from .traversal import IZE_FAR_SCALE, MISS, prefetch_children
 
 #: Rays per packet: a camera's neighbouring pixels; two AVX2 registers of float64.
 PACKET_SIZE = 8
@@ -82,11 +81,7 @@ def make_packet_traversal(leaf_test):
             if count > 0:
                 leaf_test(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, out)
             else:
-                for child in range(first, first + 2):
-                    if links[np.uint64(child * 8 + COUNT)] == 0:
-                        prefetch(nodes, links[np.uint64(child * 8 + FIRST)] * 8)
-                    else:
-                        prefetch(tris, links[np.uint64(child * 8 + FIRST)] * 9)
+                prefetch_children(nodes, links, tris, first)
                 t_left = packet_entry(nodes, first, ox, oy, oz, ix, iy, iz, tmin, tmax)
                 t_right = packet_entry(nodes, first + 1, ox, oy, oz, ix, iy, iz, tmin, tmax)
                 right_first = t_right < t_left

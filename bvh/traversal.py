@@ -77,6 +77,17 @@ def box_entry(nodes, node, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tm
     return MISS
 
 
+@jit_inline
+def prefetch_children(nodes, links, tris, first):
+    """Start loading what the children ``first`` and ``first + 1`` lead to (their
+    own children, or their triangles) while their boxes are being tested."""
+    for child in range(first, first + 2):
+        if links[np.uint64(child * 8 + COUNT)] == 0:
+            prefetch(nodes, links[np.uint64(child * 8 + FIRST)] * 8)
+        else:
+            prefetch(tris, links[np.uint64(child * 8 + FIRST)] * 9)
+
+
 def make_traversal(leaf_test):
     """A traversal kernel specialised to ``leaf_test``.
 
@@ -122,12 +133,7 @@ def make_traversal(leaf_test):
                 # one is visited next, the far one pushed only when both are
                 # hit (the store is unconditional, the stack pointer is not),
                 # which spares the branch predictor two coin flips per node.
-                # Start loading what either child leads to while its box is tested.
-                for child in range(first, first + 2):
-                    if links[np.uint64(child * 8 + COUNT)] == 0:
-                        prefetch(nodes, links[np.uint64(child * 8 + FIRST)] * 8)
-                    else:
-                        prefetch(tris, links[np.uint64(child * 8 + FIRST)] * 9)
+                prefetch_children(nodes, links, tris, first)
                 t_left = box_entry(nodes, first, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
                 t_right = box_entry(nodes, first + 1, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
                 right_first = t_right < t_left

@@ -12,14 +12,14 @@ in float64: the kernels then never meet inf or NaN, only the sentinel ``FAR``.
 
 import numpy as np
 
+from .. import validation
 from .._jit import FAR
 
 #: Largest accepted magnitude of any coordinate, radius or extent.
 MAX_COORDINATE = 1.0e50
 
-#: Directions shorter than this are refused as zero: their slab reciprocals
-#: would leave the range the kernels keep finite.
-MIN_DIRECTION_LENGTH = 1.0e-150
+#: Directions shorter than this are refused as zero (the mesh queries' limit).
+MIN_DIRECTION_LENGTH = validation.MIN_DIRECTION_LENGTH
 
 
 def _first(mask: np.ndarray) -> int:
@@ -126,25 +126,15 @@ def rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
             directions = np.ascontiguousarray(np.broadcast_to(directions, origins.shape))
         else:
             raise ValueError(f"origins and directions hold different numbers of rays: {n_o} and {n_d}")
-    length2 = np.einsum("ij,ij->i", directions, directions)
-    if directions.shape[0] and length2.min() < MIN_DIRECTION_LENGTH * MIN_DIRECTION_LENGTH:
-        row = _first(length2 < MIN_DIRECTION_LENGTH * MIN_DIRECTION_LENGTH)
-        length = float(np.linalg.norm(directions[row]))
-        raise ValueError(f"directions must be non-zero: row {row} has length {length:g}")
-    return origins, directions
+    if directions.shape[0] == 0:
+        return origins, directions
+    # The mesh queries' checks: same messages, same minimum direction length.
+    return validation.check_rays(origins, directions)
 
 
 def window(tmin, tmax) -> tuple[float, float]:
     """The ray interval ``[tmin, tmax]``; ``tmax`` may be inf, which becomes ``FAR``."""
-    try:
-        tmin = float(tmin)
-        tmax = float(tmax)
-    except (TypeError, ValueError):
-        raise ValueError(f"tmin and tmax must be numbers, got {tmin!r} and {tmax!r}") from None
-    if not (np.isfinite(tmin) and tmin >= 0.0):
-        raise ValueError(f"tmin must be a finite number >= 0, got {tmin!r}")
-    if np.isnan(tmax) or tmax < tmin:
-        raise ValueError(f"tmax must be a number >= tmin ({tmin!r}), got {tmax!r}")
+    tmin, tmax = validation.check_window(tmin, tmax)
     return tmin, min(tmax, FAR)
 
 
