@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: ``../shared/meshes`` seen from the project root (``/work/main``).
+#: ``../shared/meshes`` seen from the project root.
 SHARED_MESHES = os.path.normpath(os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "shared", "meshes"))
 
 BIG_NAME = "displaced-icosphere"
