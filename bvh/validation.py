@@ -19,7 +19,8 @@ MAX_ORIGIN = 1.0e30
 MAX_MESH_EXTENT = 1.0e37
 
 
-def _real_array(name: str, value) -> np.ndarray:
+def real_array(name: str, value) -> np.ndarray:
+    """``value`` as a numpy array of real numbers (not bool, strings, objects, complex)."""
     try:
         array = np.asarray(value)
     except (ValueError, TypeError) as error:
@@ -38,7 +39,7 @@ def as_vectors(name: str, value) -> np.ndarray:
 
     A single vector of shape ``(3,)`` becomes ``(1, 3)``.
     """
-    array = _real_array(name, value)
+    array = real_array(name, value)
     if array.ndim == 1 and array.shape[0] == 3:
         array = array[None, :]
     if array.ndim != 2 or array.shape[1] != 3:
@@ -78,7 +79,7 @@ def _first_bad_ray(origins, directions, min_length, max_origin):
 
 
 def _as_ray_array(name: str, value) -> np.ndarray:
-    array = _real_array(name, value)
+    array = real_array(name, value)
     if array.ndim == 1 and array.shape[0] == 3:
         array = array[None, :]
     if array.ndim != 2 or array.shape[1] != 3:
@@ -123,7 +124,7 @@ def check_window(tmin, tmax) -> tuple[float, float]:
 
 def check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
     """Validate a triangle mesh; returns ``(vertices (V, 3) float64, faces (F, 3) int64)``."""
-    vertices = _real_array("vertices", vertices)
+    vertices = real_array("vertices", vertices)
     if vertices.ndim != 2 or vertices.shape[1] != 3:
         raise ValueError(f"vertices must have shape (V, 3), got {vertices.shape}")
     if vertices.shape[0] == 0:

@@ -28,13 +28,7 @@ def _first(mask: np.ndarray) -> int:
 
 def real_array(name: str, value) -> np.ndarray:
     """``value`` as a float64 array; refuses strings, objects, complex, bool."""
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be an array of real numbers: {error}") from None
-    if array.dtype == bool or array.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must be an array of real numbers, got dtype {array.dtype}")
-    return np.ascontiguousarray(array, dtype=np.float64)
+    return np.ascontiguousarray(validation.real_array(name, value), dtype=np.float64)
 
 
 def finite(name: str, array: np.ndarray) -> None:

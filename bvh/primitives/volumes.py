@@ -155,6 +155,18 @@ def _contains(ball, x, y, z, slack):
     return _dist2(x, y, z, ball[0], ball[1], ball[2]) <= ball[3] * (1.0 + slack) + slack
 
 
+
+@jit
+def _smaller_enclosing(cand, best, p, idx, slack):
+    """``cand`` if it is smaller than ``best`` (radius -1: none yet) and holds
+    the four points ``p[idx]``, else ``best``."""
+    if best[3] >= 0.0 and cand[3] >= best[3]:
+        return best
+    for e in range(4):
+        if not _contains(cand, p[idx[e], 0], p[idx[e], 1], p[idx[e], 2], slack):
+            return best
+    return cand
+
 @jit
 def _ball4(p, i, j, k, m, slack):
     """Sphere through four points; for (near-)coplanar points, the smallest
@@ -200,26 +212,12 @@ def _ball4(p, i, j, k, m, slack):
             pa = idx[a]
             pb = idx[b]
             cand = _ball2(p[pa, 0], p[pa, 1], p[pa, 2], p[pb, 0], p[pb, 1], p[pb, 2])
-            if best[3] < 0.0 or cand[3] < best[3]:
-                ok = True
-                for e in range(4):
-                    pe = idx[e]
-                    if not _contains(cand, p[pe, 0], p[pe, 1], p[pe, 2], slack):
-                        ok = False
-                if ok:
-                    best = cand
+            best = _smaller_enclosing(cand, best, p, idx, slack)
             for c in range(b + 1, 4):
                 pc = idx[c]
                 cand = _ball3(p[pa, 0], p[pa, 1], p[pa, 2], p[pb, 0], p[pb, 1], p[pb, 2],
                               p[pc, 0], p[pc, 1], p[pc, 2])
-                if best[3] < 0.0 or cand[3] < best[3]:
-                    ok = True
-                    for e in range(4):
-                        pe = idx[e]
-                        if not _contains(cand, p[pe, 0], p[pe, 1], p[pe, 2], slack):
-                            ok = False
-                    if ok:
-                        best = cand
+                best = _smaller_enclosing(cand, best, p, idx, slack)
     return best
 
 
