@@ -5,16 +5,22 @@
 >>> hits = mesh.intersect(origins, directions)
 >>> hits.triangle, hits.t, hits.point, hits.normal
 
+>>> scene = bvh.Scene()
+>>> ball = scene.add_instance(scene.add_mesh(vertices, faces), transform)
+>>> scene.intersect(origins, directions).object
+
 ``bvh.primitives`` holds the analytic ray and bounding-volume tests.
 """
 
 from ._jit import end_cache_scope
 from . import primitives
 from .config import BuildConfig
-from .hits import AllHits, Hits
+from .hits import AllHits, Hits, SceneAllHits, SceneHits, Selection
 from .mesh_bvh import MeshBVH, build
+from .scene import MeshInfo, ObjectInfo, Scene, UnknownIdError
 from .tree import Tree
 
 end_cache_scope()
 
-__all__ = ["AllHits", "BuildConfig", "Hits", "MeshBVH", "Tree", "build", "primitives"]
+__all__ = ["AllHits", "BuildConfig", "Hits", "MeshBVH", "MeshInfo", "ObjectInfo", "Scene", "SceneAllHits",
+           "SceneHits", "Selection", "Tree", "UnknownIdError", "build", "primitives"]

@@ -24,6 +24,8 @@ def prefetch(typingctx, array, row):
         index = context.cast(builder, args[1], row_type, types.intp)
         pointer = cgutils.get_item_pointer(context, builder, array_type, ary, [index], wraparound=False)
         int32 = ir.IntType(32)
+        # One declaration serves every element type: cast to a byte pointer.
+        pointer = builder.bitcast(pointer, ir.IntType(8).as_pointer())
         fn_type = ir.FunctionType(ir.VoidType(), [pointer.type, int32, int32, int32])
         fn = cgutils.get_or_insert_function(builder.module, fn_type, "llvm.prefetch.p0")
         # read (0), high temporal locality (3), data cache (1)

@@ -68,3 +68,103 @@ class AllHits:
 
     def __len__(self) -> int:
         return self.ray.shape[0]
+
+
+@dataclass(frozen=True)
+class SceneHits:
+    """Closest hit of each of N rays in a :class:`bvh.Scene`.
+
+    Attributes
+    ----------
+    object : (N,) int64
+        Id of the object hit, -1 on a miss.
+    mesh : (N,) int64
+        Its mesh id; -1 for a shape and on a miss.
+    triangle : (N,) int64
+        Face index in the mesh's faces as added; -1 for a shape and on a miss.
+    t : (N,) float64
+        World ray parameter, ``point = origin + t * direction``; inf on a miss.
+    u, v : (N,) float64
+        Barycentrics of the hit in its triangle, as in :class:`Hits`; NaN for
+        a shape and on a miss.
+    point : (N, 3) float64
+        World-space hit point; NaN on a miss.
+    normal : (N, 3) float64
+        Unit world geometric normal: the object-space normal (along
+        ``(V1-V0) x (V2-V0)`` for a triangle, outward for a shape) through the
+        inverse transpose of the object's transform, so outward stays outward
+        under mirroring; NaN on a miss.
+    shading_normal : (N, 3) float64
+        The mesh's vertex normals interpolated with the barycentrics and
+        mapped like ``normal``, where the mesh has them; else ``normal``.
+    uv : (N, 2) float64
+        Texture coordinates interpolated with the barycentrics; NaN where the
+        mesh has none, for shapes and on a miss.
+    front_face : (N,) bool
+        ``direction . normal < 0``; False on a miss.
+    """
+
+    object: np.ndarray
+    mesh: np.ndarray
+    triangle: np.ndarray
+    t: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    point: np.ndarray
+    normal: np.ndarray
+    shading_normal: np.ndarray
+    uv: np.ndarray
+    front_face: np.ndarray
+
+    @property
+    def hit(self) -> np.ndarray:
+        """(N,) bool: which rays hit."""
+        return self.object >= 0
+
+    def __len__(self) -> int:
+        return self.object.shape[0]
+
+
+@dataclass(frozen=True)
+class SceneAllHits:
+    """Every surface crossing of N rays in a scene, flat and sorted by ``(ray, t)``.
+
+    Attributes
+    ----------
+    ray, object, mesh, triangle : (H,) int64
+        ``mesh`` and ``triangle`` are -1 for shapes.
+    t, u, v : (H,) float64
+        ``u, v`` are NaN for shapes.
+    """
+
+    ray: np.ndarray
+    t: np.ndarray
+    object: np.ndarray
+    mesh: np.ndarray
+    triangle: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+
+    def __len__(self) -> int:
+        return self.ray.shape[0]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a frustum selection found.
+
+    Attributes
+    ----------
+    object : (K,) int64
+        Object ids, ascending.
+    triangle : (K,) int64
+        With ``mode="triangles"``, the face index of each selected triangle
+        (an object appears once per triangle; shapes once, with -1); with
+        ``mode="objects"``, -1.
+    """
+
+    object: np.ndarray
+    triangle: np.ndarray
+
+    def __len__(self) -> int:
+        return self.object.shape[0]

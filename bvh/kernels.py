@@ -117,7 +117,7 @@ def _closest_block(nodes, links, tris, face_index, offset, origins, directions, 
             i += PACKET_SIZE
             continue
         rows[i] = -1
-        _closest_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+        _closest_traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                            origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2], tmin,
                            tmax, i, out, stack_node, stack_t)
         _finish_closest(i, flat_tris, face_index, origins, directions, rows, triangle, t, u, v, point, normal, front_face)
@@ -151,7 +151,7 @@ def _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax,
     out = (occluded,)
     for i in range(start, end):
         occluded[i] = False
-        _any_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+        _any_traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                  origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
                  tmin, tmax, i, out, stack_node, stack_t)
 
@@ -179,7 +179,7 @@ def _count_block(nodes, links, tris, offset, origins, directions, tmin, tmax, st
     out = (counts,)
     for i in range(start, end):
         counts[i] = 0
-        _count_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+        _count_traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                  origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
                  tmin, tmax, i, out, stack_node, stack_t)
 
@@ -213,7 +213,7 @@ def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, 
     out = (cursor, rows, ts, us, vs)
     for i in range(start, end):
         cursor[i] = starts[i]
-        _collect_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+        _collect_traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                  origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
                  tmin, tmax, i, out, stack_node, stack_t)
         lo = starts[i]

@@ -41,7 +41,6 @@ def safe_reciprocal(x):
 
 @jit_inline
 def box_entry(nodes, node, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax):
-    base = node * 8
     """Entry distance of the ray into ``node``'s box within ``[tmin, tmax]``, or MISS.
 
     ``oix = ox * ix`` (and y, z) are the ray's origin scaled by its reciprocal
@@ -58,13 +57,6 @@ def box_entry(nodes, node, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tm
     ray-box intersection algorithm", 2005): no min/max per axis is needed.
     """
     base = node * 8
-    """Entry distance of the ray into ``node``'s box within ``[tmin, tmax]``, or MISS.
-
-    ``near_x`` is the column of the slab plane the ray meets first on x (0,
-    the min, for a non-negative reciprocal direction; 3, the max, otherwise),
-    and ``3 - near_x`` the far one (Williams et al., "An efficient and robust
-    ray-box intersection algorithm", 2005): no min/max per axis is needed.
-    """
     near = max(max(np.float64(nodes[np.uint64(base + near_x)]) * ix - oix,
                    np.float64(nodes[np.uint64(base + near_y + 1)]) * iy - oiy),
                max(np.float64(nodes[np.uint64(base + near_z + 2)]) * iz - oiz, tmin))
@@ -99,8 +91,9 @@ def make_traversal(leaf_test):
     """
 
     @jit_inline
-    def traverse(nodes, links, tris, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, stack_node, stack_t):
-        """Walk the tree front to back, calling the leaf test on every leaf the ray reaches.
+    def traverse(nodes, links, tris, root, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, stack_node, stack_t):
+        """Walk the tree under node ``root`` front to back, calling the leaf
+        test on every leaf the ray reaches.
 
         Nodes are entered near child first; a node popped from the stack whose
         entry lies beyond the current ``tmax`` is skipped. ``stack_node`` and
@@ -117,9 +110,9 @@ def make_traversal(leaf_test):
         oix = ox * ix
         oiy = oy * iy
         oiz = oz * iz
-        if box_entry(nodes, 0, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax) == MISS:
+        if box_entry(nodes, root, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax) == MISS:
             return tmax
-        node = 0
+        node = root
         sp = 0
         while True:
             first = links[np.uint64(node * 8 + FIRST)]

@@ -1,0 +1,878 @@
+"""A scene: instanced meshes and analytic shapes under a two-level BVH.
+
+Meshes are geometry, built once (issue 2's BVH) and packed together
+(:mod:`bvh.mesh_pack`); objects place a mesh or a shape in the world with an
+affine transform. The top level is a BVH over the objects' world boxes,
+rebuilt from those boxes alone when objects change (time proportional to the
+number of objects, no mesh tree is touched); a ray goes into each candidate
+object's space through its inverse transform (:mod:`bvh.scene_kernels`).
+
+Concurrency: queries run on an immutable *snapshot* of the scene's arrays,
+taken when the scene last changed, so a query sees the scene before or after
+an edit, never half of one, and never waits for an edit to finish. Edits are
+serialised by a lock.
+"""
+
+import hashlib
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import scene_kernels
+from ._jit import FAR
+from .builder import binned_sah_build
+from .config import BuildConfig
+from .hits import SceneAllHits, SceneHits, Selection
+from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, freeze
+from .node_layout import pack_nodes
+from .shapes import KIND_CODES, KIND_NAMES, MESH, REMOVED, make_shape
+from .validation import check_mesh, check_rays, check_window, real_array
+
+#: Batches up to this size run on the calling thread: waking the thread pool
+#: costs more than tracing a few rays.
+SERIAL_BATCH = 64
+
+#: The query mask that enables every object.
+ALL_BITS = 0xFFFFFFFF
+
+#: One object per top-level leaf: a leaf test costs a whole mesh traversal,
+#: so the SAH would rarely pay for sharing one.
+TOP_LEVEL_CONFIG = BuildConfig(max_leaf_size=1, min_leaf_size=1)
+
+#: Transforms whose linear part is closer than this (relative condition
+#: number) to singular are refused: their inverse would be mostly rounding.
+MAX_CONDITION = 1.0e12
+
+FORMAT_NAME = "bvh-scene"
+
+_OBJECT_ARRAYS = ("object_kind", "object_mesh", "object_transform", "object_mask", "object_pickable",
+                  "shape_start", "shape_data")
+
+
+class UnknownIdError(LookupError):
+    """An object or mesh id that is not (or no longer) in the scene."""
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One object of a scene, as :attr:`Scene.objects` lists it.
+
+    ``bounds`` is the ``(2, 3)`` world box the top level uses (NaN for an
+    object whose box is not finite); ``triangles`` is 0 for shapes;
+    ``params`` holds a shape's parameters (``{}`` for a mesh instance).
+    """
+
+    id: int
+    name: str | None
+    kind: str
+    mesh: int | None
+    transform: np.ndarray
+    bounds: np.ndarray
+    mask: int
+    pickable: bool
+    triangles: int
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MeshInfo:
+    """One mesh of a scene: counts and its box in its own coordinates."""
+
+    id: int
+    name: str | None
+    triangles: int
+    vertices: int
+    bounds: np.ndarray
+    has_normals: bool
+    has_uvs: bool
+
+
+class _Snapshot:
+    """Immutable arrays of the scene at one moment, as the kernels take them."""
+
+    def __init__(self, pack: MeshPack, kind, mesh_of, transform, inverse, mask, pickable, bounds, shape_start,
+                 shape_data):
+        self.pack = pack
+        self.kind = kind
+        self.mesh_of = mesh_of
+        self.transform = transform
+        self.mask = mask
+        self.pickable = pickable
+        self.bounds = bounds
+        live = kind != REMOVED
+        self.live = np.flatnonzero(live)
+        self.enabled = _frozen(live & pickable & (mask != 0))
+        # The kernels take object-space rays relative to each mesh's float32
+        # centring offset: fold the offset into the inverse's translation.
+        folded = inverse.copy()
+        meshes = np.flatnonzero(kind == MESH)
+        folded[meshes, :, 3] -= pack.mesh_offset[mesh_of[meshes]]
+        self.inverse = _frozen(folded)
+        finite = self.live[np.isfinite(bounds[self.live]).all(axis=(1, 2))]
+        if finite.size:
+            boxes = bounds[finite].reshape(-1, 6)
+            tree = binned_sah_build(boxes, (boxes[:, :3] + boxes[:, 3:]) * 0.5, TOP_LEVEL_CONFIG)
+            top_nodes = pack_nodes(tree)
+            top_order = finite[tree.order].astype(np.int32)
+        else:
+            top_nodes = np.zeros((1, 8), np.float32)
+            top_order = np.zeros(0, np.int32)
+        self.traceable = finite.size > 0
+        _frozen(top_nodes)
+        nodes = pack.nodes
+        self.arrays = (top_nodes.reshape(-1), top_nodes.view(np.int32).reshape(-1), _frozen(top_order),
+                       self.enabled, _frozen(kind), _frozen(mesh_of), self.inverse, pack.mesh_root,
+                       nodes.reshape(-1), nodes.view(np.int32).reshape(-1), pack.tris.reshape(-1), pack.face_index,
+                       _frozen(shape_start), _frozen(shape_data), pack.mesh_scale)
+
+    def with_enabled(self, enabled: np.ndarray) -> tuple:
+        return self.arrays[:3] + (enabled,) + self.arrays[4:]
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+def _check_transform(transform) -> np.ndarray:
+    if transform is None:
+        return np.eye(4)
+    matrix = real_array("transform", transform).astype(np.float64)
+    if matrix.shape != (4, 4):
+        raise ValueError(f"transform must be a 4x4 matrix, got shape {matrix.shape}")
+    if not np.isfinite(matrix).all():
+        raise ValueError("transform contains NaN or infinite values")
+    if np.abs(matrix[3] - (0.0, 0.0, 0.0, 1.0)).max() > 1e-12:
+        raise ValueError(f"transform must be affine: its last row must be [0, 0, 0, 1], got {matrix[3].tolist()}")
+    matrix[3] = (0.0, 0.0, 0.0, 1.0)
+    linear = matrix[:3, :3]
+    singular = np.linalg.svd(linear, compute_uv=False)
+    if not singular[-1] > singular[0] / MAX_CONDITION:
+        raise ValueError(f"transform is not invertible: its 3x3 part is singular "
+                         f"(singular values {', '.join(f'{s:.3g}' for s in singular)})")
+    return matrix
+
+
+def _check_mask(mask) -> int:
+    if isinstance(mask, bool) or not isinstance(mask, (int, np.integer)) or not 0 <= int(mask) <= ALL_BITS:
+        raise ValueError(f"mask must be an integer in [0, 0xFFFFFFFF], got {mask!r}")
+    return int(mask)
+
+
+def _check_name(name) -> str | None:
+    if name is not None and not isinstance(name, str):
+        raise ValueError(f"name must be a string or None, got {type(name).__name__}")
+    return name
+
+
+def _affine_inverse(matrix: np.ndarray) -> np.ndarray:
+    """(3, 4): the world-to-object map of an affine ``matrix``."""
+    linear_inv = np.linalg.inv(matrix[:3, :3])
+    return np.concatenate([linear_inv, -(linear_inv @ matrix[:3, 3])[:, None]], axis=1)
+
+
+def _box_corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """(..., 8, 3) corners of boxes ``lo, hi (..., 3)``."""
+    pick = np.array([[(c >> k) & 1 for k in range(3)] for c in range(8)], bool)
+    return np.where(pick, hi[..., None, :], lo[..., None, :])
+
+
+def _world_bounds(transform: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """(2, 3) world box of the object-space ``boxes (B, 6)`` under ``transform``."""
+    corners = _box_corners(boxes[:, :3], boxes[:, 3:]).reshape(-1, 3)
+    world = corners @ transform[:3, :3].T + transform[:3, 3]
+    return np.stack([world.min(axis=0), world.max(axis=0)])
+
+
+class Scene:
+    """Meshes and shapes placed in a world, ready for ray picking.
+
+    >>> scene = bvh.Scene()
+    >>> bunny = scene.add_mesh(vertices, faces, name="bunny")
+    >>> left = scene.add_instance(bunny, transform=np.eye(4), name="left")
+    >>> ball = scene.add_shape("sphere", radius=0.5, name="ball")
+    >>> hits = scene.intersect(origins, directions)
+    >>> hits.object, hits.triangle, hits.point, hits.normal
+    """
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._pack = empty_pack()
+        self._pending = []
+        self._mesh_names: list[str | None] = []
+        self._mesh_keys: dict[str, int] = {}
+        self._pack_token = uuid.uuid4().hex
+        self._count = 0
+        self._kind = np.full(0, REMOVED, np.int32)
+        self._mesh_of = np.zeros(0, np.int32)
+        self._transform = np.zeros((0, 4, 4))
+        self._inverse = np.zeros((0, 3, 4))
+        self._mask = np.zeros(0, np.uint32)
+        self._pickable = np.zeros(0, bool)
+        self._bounds = np.zeros((0, 2, 3))
+        self._names: list[str | None] = []
+        self._shape_data: list[np.ndarray] = []
+        self._params: list[dict] = []
+        self._objects_token = uuid.uuid4().hex
+        self._snap: _Snapshot | None = None
+
+    # ------------------------------------------------------------- meshes
+    def add_mesh(self, vertices, faces, normals=None, uvs=None, name=None, source_face=None, **build_options) -> int:
+        """Add a triangle mesh (geometry only; place it with :meth:`add_instance`).
+
+        Parameters
+        ----------
+        vertices : (V, 3) float
+        faces : (F, 3) int
+        normals : (V, 3) float, optional
+            Vertex normals, interpolated into ``SceneHits.shading_normal``.
+        uvs : (V, 2) float, optional
+            Texture coordinates, interpolated into ``SceneHits.uv``.
+        name : str, optional
+        source_face : (F,) int, optional
+            For each face, the polygon of the source file it was cut from.
+        **build_options
+            Fields of :class:`bvh.BuildConfig`.
+
+        Returns
+        -------
+        int
+            The mesh id. Adding the same arrays again returns the same id and
+            reuses the BVH already built.
+        """
+        name = _check_name(name)
+        config = BuildConfig.from_options(**build_options)
+        checked_vertices, checked_faces = check_mesh(vertices, faces)
+        key = hashlib.blake2b(digest_size=16)
+        for part in (checked_vertices, checked_faces, normals, uvs, source_face, repr(config)):
+            key.update(b"|" if part is None else np.ascontiguousarray(part).tobytes() if not isinstance(part, str)
+                       else part.encode())
+        digest = key.hexdigest()
+        with self._lock:
+            if digest in self._mesh_keys:
+                return self._mesh_keys[digest]
+        chunk = build_chunk(checked_vertices, checked_faces, normals, uvs, source_face, config)
+        with self._lock:
+            if digest in self._mesh_keys:
+                return self._mesh_keys[digest]
+            mesh_id = len(self._mesh_names)
+            self._pending.append(chunk)
+            self._mesh_names.append(name)
+            self._mesh_keys[digest] = mesh_id
+            return mesh_id
+
+    def _committed_pack(self) -> MeshPack:
+        """The pack with every added mesh in it (call with the lock held)."""
+        if self._pending:
+            self._pack = append(self._pack, self._pending)
+            self._pending = []
+            self._pack_token = uuid.uuid4().hex
+        return self._pack
+
+    def _check_mesh_id(self, mesh_id) -> int:
+        if isinstance(mesh_id, bool) or not isinstance(mesh_id, (int, np.integer)) \
+                or not 0 <= mesh_id < len(self._mesh_names):
+            raise UnknownIdError(f"no mesh {mesh_id!r} in this scene")
+        return int(mesh_id)
+
+    @property
+    def meshes(self) -> list[MeshInfo]:
+        """Every mesh, in id order."""
+        with self._lock:
+            pack = self._committed_pack()
+            counts = pack.triangle_counts()
+            bounds = pack.mesh_bounds()
+            return [MeshInfo(id=k, name=self._mesh_names[k], triangles=int(counts[k]),
+                             vertices=int(pack.vertex_start[k + 1] - pack.vertex_start[k]), bounds=bounds[k],
+                             has_normals=bool(pack.has_normals[k]), has_uvs=bool(pack.has_uvs[k]))
+                    for k in range(pack.mesh_count)]
+
+    def _mesh_arrays(self, mesh_id):
+        with self._lock:
+            mesh_id = self._check_mesh_id(mesh_id)
+            return self._committed_pack(), mesh_id
+
+    def mesh_vertices(self, mesh_id) -> np.ndarray:
+        """(V, 3) float64: the mesh's vertices as added (read-only)."""
+        pack, mesh_id = self._mesh_arrays(mesh_id)
+        return pack.mesh_vertices(mesh_id)
+
+    def mesh_faces(self, mesh_id) -> np.ndarray:
+        """(F, 3) int64: the mesh's faces as added."""
+        pack, mesh_id = self._mesh_arrays(mesh_id)
+        return pack.mesh_faces(mesh_id).astype(np.int64)
+
+    def source_face(self, mesh_id) -> np.ndarray:
+        """(F,) int64: the source polygon of each face of the mesh."""
+        pack, mesh_id = self._mesh_arrays(mesh_id)
+        return pack.source_face[pack.face_start[mesh_id]:pack.face_start[mesh_id + 1]].astype(np.int64)
+
+    # ------------------------------------------------------------ objects
+    def _new_slot(self, kind, mesh_of, transform, mask, pickable, name, shape_data, params, bounds) -> int:
+        oid = self._count
+        if oid == self._kind.shape[0]:
+            capacity = max(16, 2 * oid)
+
+            def grown(array, fill):
+                out = np.full((capacity,) + array.shape[1:], fill, array.dtype)
+                out[:oid] = array
+                return out
+
+            self._kind = grown(self._kind, REMOVED)
+            self._mesh_of = grown(self._mesh_of, -1)
+            self._transform = grown(self._transform, 0.0)
+            self._inverse = grown(self._inverse, 0.0)
+            self._mask = grown(self._mask, 0)
+            self._pickable = grown(self._pickable, False)
+            self._bounds = grown(self._bounds, np.nan)
+        self._kind[oid] = kind
+        self._mesh_of[oid] = mesh_of
+        self._transform[oid] = transform
+        self._inverse[oid] = _affine_inverse(transform)
+        self._mask[oid] = mask
+        self._pickable[oid] = pickable
+        self._bounds[oid] = bounds
+        self._names.append(name)
+        self._shape_data.append(shape_data)
+        self._params.append(params)
+        self._count += 1
+        self._changed()
+        return oid
+
+    def _changed(self):
+        self._objects_token = uuid.uuid4().hex
+        self._snap = None
+
+    def add_instance(self, mesh_id, transform=None, name=None, mask=ALL_BITS, pickable=True) -> int:
+        """Place mesh ``mesh_id`` in the world; returns the new object's id.
+
+        ``transform`` is a ``(4, 4)`` affine object-to-world matrix (identity
+        by default): any invertible one, non-uniform scale and mirroring
+        included. Objects with ``pickable=False``, or whose ``mask`` shares no
+        bit with a query's, are skipped by queries.
+        """
+        transform = _check_transform(transform)
+        name = _check_name(name)
+        mask = _check_mask(mask)
+        with self._lock:
+            mesh_id = self._check_mesh_id(mesh_id)
+            pack = self._committed_pack()
+            boxes = pack.mesh_boxes[mesh_id] + np.tile(pack.mesh_offset[mesh_id], 2)
+            return self._new_slot(MESH, mesh_id, transform, mask, bool(pickable), name, None, {},
+                                  _world_bounds(transform, boxes))
+
+    def add_shape(self, kind, transform=None, name=None, mask=ALL_BITS, pickable=True, **params) -> int:
+        """Place an analytic shape (``sphere``, ``box``, ``quad``, ``polygon``; see
+        :mod:`bvh.shapes` for their parameters); returns the new object's id."""
+        code, data, params, local = make_shape(kind, **params)
+        transform = _check_transform(transform)
+        name = _check_name(name)
+        mask = _check_mask(mask)
+        with self._lock:
+            return self._new_slot(code, -1, transform, mask, bool(pickable), name, data, params,
+                                  _world_bounds(transform, local.reshape(1, 6)))
+
+    def add_scene(self, other: "Scene", transform=None) -> list[int]:
+        """Copy ``other``'s live objects (and the meshes they use) into this scene.
+
+        ``transform`` is applied on top of each object's own. Returns the new
+        object ids in ``other``'s object order.
+        """
+        transform = _check_transform(transform)
+        added = []
+        mesh_map: dict[int, int] = {}
+        for info in other.objects:
+            placed = transform @ info.transform
+            if info.kind == "mesh":
+                if info.mesh not in mesh_map:
+                    pack = other._mesh_arrays(info.mesh)[0]
+                    k = info.mesh
+                    vertex_rows = slice(pack.vertex_start[k], pack.vertex_start[k + 1])
+                    mesh_map[info.mesh] = self.add_mesh(
+                        pack.mesh_vertices(k), pack.mesh_faces(k),
+                        normals=pack.normals[vertex_rows] if pack.has_normals[k] else None,
+                        uvs=pack.uvs[vertex_rows] if pack.has_uvs[k] else None,
+                        name=other._mesh_names[k], source_face=other.source_face(k))
+                added.append(self.add_instance(mesh_map[info.mesh], placed, info.name, info.mask, info.pickable))
+            else:
+                added.append(self.add_shape(info.kind, placed, info.name, info.mask, info.pickable, **info.params))
+        return added
+
+    def _check_object_id(self, object_id) -> int:
+        if isinstance(object_id, bool) or not isinstance(object_id, (int, np.integer)) \
+                or not 0 <= object_id < self._count or self._kind[object_id] == REMOVED:
+            raise UnknownIdError(f"no object {object_id!r} in this scene")
+        return int(object_id)
+
+    def set_transform(self, object_id, transform) -> None:
+        """Move an object: its new ``(4, 4)`` object-to-world transform."""
+        transform = _check_transform(transform)
+        with self._lock:
+            oid = self._check_object_id(object_id)
+            if self._kind[oid] == MESH:
+                pack = self._committed_pack()
+                mesh = self._mesh_of[oid]
+                boxes = pack.mesh_boxes[mesh] + np.tile(pack.mesh_offset[mesh], 2)
+            else:
+                boxes = make_shape(KIND_NAMES[int(self._kind[oid])], **self._params[oid])[3].reshape(1, 6)
+            self._transform[oid] = transform
+            self._inverse[oid] = _affine_inverse(transform)
+            self._bounds[oid] = _world_bounds(transform, boxes)
+            self._changed()
+
+    def set_pickable(self, object_id, pickable: bool) -> None:
+        """Whether queries may hit the object."""
+        if not isinstance(pickable, (bool, np.bool_)):
+            raise ValueError(f"pickable must be true or false, got {pickable!r}")
+        with self._lock:
+            oid = self._check_object_id(object_id)
+            self._pickable[oid] = bool(pickable)
+            self._changed()
+
+    def set_mask(self, object_id, mask) -> None:
+        """The object's mask: a query hits it only if their masks share a bit."""
+        mask = _check_mask(mask)
+        with self._lock:
+            oid = self._check_object_id(object_id)
+            self._mask[oid] = mask
+            self._changed()
+
+    def set_name(self, object_id, name) -> None:
+        name = _check_name(name)
+        with self._lock:
+            oid = self._check_object_id(object_id)
+            self._names[oid] = name
+            self._changed()
+
+    def remove(self, object_id) -> None:
+        """Remove an object; its id is never reused. Its mesh stays in the scene."""
+        with self._lock:
+            oid = self._check_object_id(object_id)
+            self._kind[oid] = REMOVED
+            self._shape_data[oid] = None
+            self._changed()
+
+    def _info(self, oid: int, counts: np.ndarray) -> ObjectInfo:
+        kind = int(self._kind[oid])
+        mesh = int(self._mesh_of[oid]) if kind == MESH else None
+        return ObjectInfo(id=oid, name=self._names[oid], kind=KIND_NAMES[kind], mesh=mesh,
+                          transform=self._transform[oid].copy(), bounds=self._bounds[oid].copy(),
+                          mask=int(self._mask[oid]), pickable=bool(self._pickable[oid]),
+                          triangles=int(counts[mesh]) if mesh is not None else 0, params=dict(self._params[oid]))
+
+    @property
+    def objects(self) -> list[ObjectInfo]:
+        """Every live object, in id order."""
+        with self._lock:
+            counts = self._committed_pack().triangle_counts()
+            return [self._info(oid, counts) for oid in np.flatnonzero(self._kind[:self._count] != REMOVED)]
+
+    def object(self, object_id) -> ObjectInfo:
+        """One object; :class:`UnknownIdError` if there is none with this id."""
+        with self._lock:
+            oid = self._check_object_id(object_id)
+            return self._info(oid, self._committed_pack().triangle_counts())
+
+    def __len__(self) -> int:
+        return int((self._kind[:self._count] != REMOVED).sum())
+
+    @property
+    def triangle_count(self) -> int:
+        """Triangles over all live objects, counting each instance."""
+        with self._lock:
+            counts = self._committed_pack().triangle_counts()
+            live = (self._kind[:self._count] == MESH)
+            return int(counts[self._mesh_of[:self._count][live]].sum())
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """(2, 3) float64: world box of the live objects; NaN when there are none."""
+        with self._lock:
+            boxes = self._bounds[:self._count][self._kind[:self._count] != REMOVED]
+            if boxes.shape[0] == 0:
+                return np.full((2, 3), np.nan)
+            return np.stack([boxes[:, 0].min(axis=0), boxes[:, 1].max(axis=0)])
+
+    # ----------------------------------------------------------- snapshot
+    def _snapshot(self) -> _Snapshot:
+        snap = self._snap
+        if snap is not None:
+            return snap
+        with self._lock:
+            if self._snap is None:
+                n = self._count
+                pack = self._committed_pack()
+                starts = np.zeros(n, np.int32)
+                parts = []
+                offset = 0
+                for oid in range(n):
+                    data = self._shape_data[oid]
+                    if data is not None:
+                        starts[oid] = offset
+                        parts.append(data)
+                        offset += data.shape[0]
+                shape_data = np.concatenate(parts) if parts else np.zeros(1)
+                self._snap = _Snapshot(pack, self._kind[:n].copy(), self._mesh_of[:n].copy(),
+                                       self._transform[:n].copy(), self._inverse[:n].copy(), self._mask[:n].copy(),
+                                       self._pickable[:n].copy(), self._bounds[:n].copy(), starts,
+                                       shape_data.astype(np.float64))
+            return self._snap
+
+    def _query_ids(self, snap: _Snapshot, name: str, ids) -> np.ndarray:
+        try:
+            array = np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids)
+        except TypeError:
+            raise ValueError(f"{name} must be a list of object ids, got {ids!r}") from None
+        if array.size == 0:
+            return np.zeros(0, np.int64)
+        if array.dtype == bool or array.dtype.kind not in "iu" or array.ndim != 1:
+            raise ValueError(f"{name} must be a list of integer object ids, got {ids!r}")
+        bad = (array < 0) | (array >= snap.kind.shape[0])
+        bad[~bad] = snap.kind[array[~bad]] == REMOVED
+        if bad.any():
+            raise UnknownIdError(f"no object {int(array[bad][0])} in this scene")
+        return array.astype(np.int64)
+
+    def _enabled(self, snap: _Snapshot, mask, objects, exclude) -> np.ndarray:
+        mask = _check_mask(mask)
+        if mask == ALL_BITS and objects is None and exclude is None:
+            return snap.enabled
+        enabled = snap.enabled & ((snap.mask & np.uint32(mask)) != 0)
+        if objects is not None:
+            only = np.zeros_like(enabled)
+            only[self._query_ids(snap, "objects", objects)] = True
+            enabled &= only
+        if exclude is not None:
+            enabled[self._query_ids(snap, "exclude", exclude)] = False
+        return _frozen(enabled)
+
+    # ------------------------------------------------------------ queries
+    def intersect(self, origins, directions, tmin=0.0, tmax=np.inf, mask=ALL_BITS, cull_backfaces=False,
+                  objects=None, exclude=None) -> SceneHits:
+        """Closest hit of each ray in ``[tmin, tmax]``.
+
+        Parameters
+        ----------
+        origins, directions : (N, 3) or (3,) float
+            World rays ``origin + t * direction``; directions need not be unit.
+        tmin, tmax : float
+            The window of ``t`` searched, ``0 <= tmin <= tmax``; tmax may be inf.
+        mask : int
+            Only objects whose mask shares a bit with this are hit.
+        cull_backfaces : bool
+            Ignore surfaces whose normal points along the ray.
+        objects, exclude : iterable of int, optional
+            Consider only these objects; skip these objects.
+
+        Returns
+        -------
+        SceneHits
+            Arrays of length N; ``object`` is -1 and ``t`` inf on a miss.
+        """
+        origins, directions = check_rays(origins, directions)
+        tmin, tmax = check_window(tmin, tmax)
+        snap = self._snapshot()
+        enabled = self._enabled(snap, mask, objects, exclude)
+        n = origins.shape[0]
+        out_object = np.full(n, -1, np.int64)
+        out_mesh = np.full(n, -1, np.int64)
+        out_triangle = np.full(n, -1, np.int64)
+        t = np.full(n, np.inf)
+        u = np.full(n, np.nan)
+        v = np.full(n, np.nan)
+        point = np.full((n, 3), np.nan)
+        normal = np.full((n, 3), np.nan)
+        front_face = np.zeros(n, np.bool_)
+        if snap.traceable:
+            hit_object = np.empty(n, np.int32)
+            hit_row = np.empty(n, np.int32)
+            hit_t = np.empty(n)
+            hit_u = np.empty(n)
+            hit_v = np.empty(n)
+            hit_normal = np.empty((n, 3))
+            kernel = scene_kernels.closest_hits_serial if n <= SERIAL_BATCH else scene_kernels.closest_hits_parallel
+            kernel(snap.with_enabled(enabled), origins, directions, tmin, min(tmax, FAR), bool(cull_backfaces),
+                   hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v,
+                   point, normal, front_face)
+        shading_normal, uv = self._interpolate(snap, out_object, out_mesh, out_triangle, u, v, normal)
+        return SceneHits(out_object, out_mesh, out_triangle, t, u, v, point, normal, shading_normal, uv, front_face)
+
+    @staticmethod
+    def _interpolate(snap: _Snapshot, objects, meshes, triangles, u, v, normal):
+        """Shading normals and texture coordinates of mesh hits, by barycentrics."""
+        pack = snap.pack
+        shading = normal.copy()
+        uv = np.full((objects.shape[0], 2), np.nan)
+        on_mesh = np.flatnonzero(meshes >= 0)
+        if on_mesh.size == 0:
+            return shading, uv
+        mesh = meshes[on_mesh]
+        corners = pack.faces[pack.face_start[mesh] + triangles[on_mesh]] + pack.vertex_start[mesh][:, None]
+        weights = np.stack([1.0 - u[on_mesh] - v[on_mesh], u[on_mesh], v[on_mesh]], axis=1)
+        with_normals = pack.has_normals[mesh]
+        if with_normals.any():
+            rows = on_mesh[with_normals]
+            local = np.einsum("nk,nkc->nc", weights[with_normals], pack.normals[corners[with_normals]])
+            linear_inv = snap.inverse[objects[rows], :, :3]
+            world = np.einsum("nji,nj->ni", linear_inv, local)
+            length = np.linalg.norm(world, axis=1)
+            usable = length > 0.0
+            shading[rows[usable]] = world[usable] / length[usable, None]
+        with_uvs = pack.has_uvs[mesh]
+        if with_uvs.any():
+            uv[on_mesh[with_uvs]] = np.einsum("nk,nkc->nc", weights[with_uvs], pack.uvs[corners[with_uvs]])
+        return shading, uv
+
+    def occluded(self, origins, directions, tmin=0.0, tmax=np.inf, mask=ALL_BITS, objects=None,
+                 exclude=None) -> np.ndarray:
+        """Whether anything lies on each ray within ``[tmin, tmax]`` (any hit, early exit).
+
+        Returns
+        -------
+        (N,) bool
+        """
+        origins, directions = check_rays(origins, directions)
+        tmin, tmax = check_window(tmin, tmax)
+        snap = self._snapshot()
+        enabled = self._enabled(snap, mask, objects, exclude)
+        occluded = np.zeros(origins.shape[0], np.bool_)
+        if snap.traceable:
+            kernel = scene_kernels.occluded_serial if origins.shape[0] <= SERIAL_BATCH \
+                else scene_kernels.occluded_parallel
+            kernel(snap.with_enabled(enabled), origins, directions, tmin, min(tmax, FAR), occluded)
+        return occluded
+
+    def intersect_all(self, origins, directions, tmin=0.0, tmax=np.inf, mask=ALL_BITS, objects=None,
+                      exclude=None) -> SceneAllHits:
+        """Every surface crossing of each ray within ``[tmin, tmax]``.
+
+        A ray through an edge or vertex shared by faces of one object crosses
+        the surface once and is reported once. Shapes report each crossing (a
+        ray through a sphere: two).
+
+        Returns
+        -------
+        SceneAllHits
+            Flat arrays sorted by ``(ray, t)``.
+        """
+        origins, directions = check_rays(origins, directions)
+        tmin, tmax = check_window(tmin, tmax)
+        snap = self._snapshot()
+        enabled = self._enabled(snap, mask, objects, exclude)
+        n = origins.shape[0]
+        if not snap.traceable:
+            none = np.zeros(0, np.int64)
+            return SceneAllHits(none, np.zeros(0), none, none, none, np.zeros(0), np.zeros(0))
+        arrays = snap.with_enabled(enabled)
+        tmax = min(tmax, FAR)
+        counts = np.empty(n, np.int64)
+        scene_kernels.count_hits_parallel(arrays, origins, directions, tmin, tmax, counts)
+        starts = np.zeros(n, np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        total = int(counts.sum())
+        rows = np.empty(total, np.int32)
+        t = np.empty(total)
+        u = np.empty(total)
+        v = np.empty(total)
+        objects_hit = np.empty(total, np.int32)
+        keep = np.empty(total, np.bool_)
+        cursor = np.empty(n, np.int64)
+        scene_kernels.collect_hits_parallel(arrays, origins, directions, tmin, tmax, starts, cursor, rows, t, u, v,
+                                            objects_hit, keep)
+        ray = np.repeat(np.arange(n, dtype=np.int64), counts)[keep]
+        rows = rows[keep]
+        objects_hit = objects_hit[keep].astype(np.int64)
+        on_mesh = rows >= 0
+        mesh = np.where(on_mesh, snap.mesh_of[objects_hit], -1).astype(np.int64)
+        triangle = np.full(rows.shape[0], -1, np.int64)
+        triangle[on_mesh] = snap.pack.face_index[rows[on_mesh]]
+        u = u[keep]
+        v = v[keep]
+        u[on_mesh] = np.clip(u[on_mesh], 0.0, 1.0)
+        v[on_mesh] = np.minimum(np.clip(v[on_mesh], 0.0, 1.0), 1.0 - u[on_mesh])
+        return SceneAllHits(ray, t[keep], objects_hit, mesh, triangle, u, v)
+
+    def select(self, planes, mode="objects", mask=ALL_BITS, objects=None, exclude=None) -> Selection:
+        """Objects (or their triangles) inside or crossing a convex region.
+
+        Parameters
+        ----------
+        planes : (P, 4) float
+            World half-spaces ``n . x + d >= 0`` whose intersection is the
+            region: a camera's frustum (see :meth:`bvh.camera.Camera.frustum`).
+        mode : "objects" or "triangles"
+        mask, objects, exclude
+            As for :meth:`intersect`; objects that are not pickable are skipped.
+
+        Returns
+        -------
+        Selection
+            Objects are culled by their world boxes, then meshes tested
+            exactly, triangle by triangle. Shapes are judged by their world
+            boxes, a conservative answer.
+        """
+        from .frustum import boxes_in_frustum, planes_to_object_space, triangles_in_frustum
+
+        if mode not in ("objects", "triangles"):
+            raise ValueError(f"mode must be 'objects' or 'triangles', got {mode!r}")
+        planes = real_array("planes", planes).astype(np.float64)
+        if planes.ndim != 2 or planes.shape[1] != 4 or planes.shape[0] == 0:
+            raise ValueError(f"planes must have shape (P, 4), P >= 1, got {planes.shape}")
+        if not np.isfinite(planes).all():
+            raise ValueError("planes contain NaN or infinite values")
+        snap = self._snapshot()
+        enabled = self._enabled(snap, mask, objects, exclude)
+        candidates = np.flatnonzero(enabled)
+        candidates = candidates[np.isfinite(snap.bounds[candidates]).all(axis=(1, 2))]
+        state = boxes_in_frustum(snap.bounds[candidates], planes) if candidates.size else np.zeros(0, np.int8)
+        chosen_objects = []
+        chosen_triangles = []
+        pack = snap.pack
+        for oid, inside in zip(candidates.tolist(), state.tolist()):
+            if inside == 0:
+                continue
+            if snap.kind[oid] != MESH:
+                chosen_objects.append(np.array([oid]))
+                chosen_triangles.append(np.array([-1]))
+                continue
+            mesh = int(snap.mesh_of[oid])
+            if inside == 2 and mode == "objects":
+                chosen_objects.append(np.array([oid]))
+                chosen_triangles.append(np.array([-1]))
+                continue
+            faces = pack.mesh_faces(mesh)
+            if inside == 2:
+                hit = np.ones(faces.shape[0], bool)
+            else:
+                local = planes_to_object_space(planes, snap.transform[oid])
+                hit = triangles_in_frustum(pack.mesh_vertices(mesh), faces, local)
+            if mode == "objects":
+                if hit.any():
+                    chosen_objects.append(np.array([oid]))
+                    chosen_triangles.append(np.array([-1]))
+            else:
+                found = np.flatnonzero(hit)
+                chosen_objects.append(np.full(found.shape[0], oid))
+                chosen_triangles.append(found)
+        if not chosen_objects:
+            return Selection(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return Selection(np.concatenate(chosen_objects).astype(np.int64),
+                         np.concatenate(chosen_triangles).astype(np.int64))
+
+    # -------------------------------------------------------- persistence
+    def save(self, directory) -> None:
+        """Write the scene to ``directory`` (created if missing), crash-safely.
+
+        One ``.npy`` per array and a JSON manifest written last (see
+        :mod:`bvh.persistence`); saving again after an edit rewrites only the
+        object table, not the meshes.
+        """
+        from .persistence import write_arrays
+
+        with self._lock:
+            pack = self._committed_pack()
+            n = self._count
+            starts = np.zeros(n, np.int64)
+            lengths = np.zeros(n, np.int64)
+            parts = []
+            offset = 0
+            for oid in range(n):
+                data = self._shape_data[oid]
+                if data is not None:
+                    starts[oid] = offset
+                    lengths[oid] = data.shape[0]
+                    parts.append(data)
+                    offset += data.shape[0]
+            arrays = {name: getattr(pack, name) for name in ARRAY_NAMES}
+            arrays.update(object_kind=self._kind[:n], object_mesh=self._mesh_of[:n],
+                          object_transform=self._transform[:n], object_mask=self._mask[:n],
+                          object_pickable=self._pickable[:n], shape_start=starts,
+                          shape_data=np.concatenate(parts) if parts else np.zeros(0))
+            tokens = {name: self._pack_token for name in ARRAY_NAMES}
+            tokens.update({name: self._objects_token for name in _OBJECT_ARRAYS})
+            metadata = {
+                "mesh_names": list(self._mesh_names),
+                "mesh_keys": {key: mesh for key, mesh in self._mesh_keys.items()},
+                "object_names": list(self._names),
+                "shape_params": [dict(p) for p in self._params],
+                "shape_lengths": lengths.tolist(),
+                "pack_token": self._pack_token,
+                "objects_token": self._objects_token,
+            }
+            write_arrays(Path(directory), arrays, metadata, tokens)
+
+    @classmethod
+    def open(cls, directory, verify: bool = True) -> "Scene":
+        """Open a scene saved with :meth:`save`, its mesh arrays memory-mapped
+        read-only, so processes opening the same directory share one copy.
+
+        Raises
+        ------
+        ValueError
+            When the directory is missing, damaged, or of another format version.
+        """
+        from .persistence import read_arrays
+
+        metadata, arrays = read_arrays(Path(directory), verify=verify)
+        try:
+            return cls._from_arrays(metadata, arrays)
+        except (KeyError, IndexError, TypeError, ValueError) as error:
+            raise ValueError(f"scene directory {directory} is damaged: {error}") from None
+
+    @classmethod
+    def _from_arrays(cls, metadata: dict, arrays: dict) -> "Scene":
+        missing = [name for name in ARRAY_NAMES + _OBJECT_ARRAYS if name not in arrays]
+        if missing:
+            raise ValueError(f"array {missing[0]!r} is missing")
+        pack = freeze(MeshPack(**{name: np.asarray(arrays[name]) for name in ARRAY_NAMES}))
+        scene = cls()
+        scene._pack = pack
+        scene._pack_token = str(metadata["pack_token"])
+        scene._mesh_names = list(metadata["mesh_names"])
+        scene._mesh_keys = {str(k): int(m) for k, m in metadata["mesh_keys"].items()}
+        if len(scene._mesh_names) != pack.mesh_count:
+            raise ValueError(f"{len(scene._mesh_names)} mesh names for {pack.mesh_count} meshes")
+        kind = np.array(arrays["object_kind"], np.int32)
+        n = kind.shape[0]
+        names = list(metadata["object_names"])
+        params = [dict(p) for p in metadata["shape_params"]]
+        lengths = np.asarray(metadata["shape_lengths"], np.int64)
+        if not len(names) == len(params) == lengths.shape[0] == n:
+            raise ValueError(f"the object table has {n} rows but {len(names)} names")
+        transform = np.array(arrays["object_transform"], np.float64)
+        mesh_of = np.array(arrays["object_mesh"], np.int32)
+        starts = np.asarray(arrays["shape_start"], np.int64)
+        shape_data = np.asarray(arrays["shape_data"], np.float64)
+        scene._kind = kind
+        scene._mesh_of = mesh_of
+        scene._transform = transform
+        scene._inverse = np.zeros((n, 3, 4))
+        scene._mask = np.array(arrays["object_mask"], np.uint32)
+        scene._pickable = np.array(arrays["object_pickable"], bool)
+        scene._bounds = np.full((n, 2, 3), np.nan)
+        scene._names = names
+        scene._params = params
+        scene._shape_data = [None] * n
+        scene._count = n
+        for oid in range(n):
+            if kind[oid] == REMOVED:
+                continue
+            scene._inverse[oid] = _affine_inverse(transform[oid])
+            if kind[oid] == MESH:
+                mesh = mesh_of[oid]
+                if not 0 <= mesh < pack.mesh_count:
+                    raise ValueError(f"object {oid} refers to mesh {mesh}, which is not there")
+                boxes = pack.mesh_boxes[mesh] + np.tile(pack.mesh_offset[mesh], 2)
+            else:
+                code, data, _, local = make_shape(KIND_NAMES[int(kind[oid])], **params[oid])
+                stored = shape_data[starts[oid]:starts[oid] + lengths[oid]]
+                if stored.shape != data.shape or not np.array_equal(stored, data):
+                    raise ValueError(f"shape data of object {oid} does not match its parameters")
+                scene._shape_data[oid] = data
+                boxes = local.reshape(1, 6)
+            scene._bounds[oid] = _world_bounds(transform[oid], boxes)
+        scene._objects_token = str(metadata["objects_token"])
+        return scene
