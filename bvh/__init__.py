@@ -13,14 +13,17 @@
 """
 
 from ._jit import end_cache_scope
-from . import primitives
+from . import camera, frustum, primitives
 from .config import BuildConfig
+from .camera import Camera
 from .hits import AllHits, Hits, SceneAllHits, SceneHits, Selection
+from .loader import load, read_scene_description, supported_file_types
 from .mesh_bvh import MeshBVH, build
 from .scene import MeshInfo, ObjectInfo, Scene, UnknownIdError
 from .tree import Tree
 
 end_cache_scope()
 
-__all__ = ["AllHits", "BuildConfig", "Hits", "MeshBVH", "MeshInfo", "ObjectInfo", "Scene", "SceneAllHits",
-           "SceneHits", "Selection", "Tree", "UnknownIdError", "build", "primitives"]
+__all__ = ["AllHits", "BuildConfig", "Camera", "Hits", "MeshBVH", "MeshInfo", "ObjectInfo", "Scene", "SceneAllHits",
+           "SceneHits", "Selection", "Tree", "UnknownIdError", "build", "camera", "frustum",
+           "load", "primitives", "read_scene_description", "supported_file_types"]

@@ -24,6 +24,7 @@ import numpy as np
 from . import scene_kernels
 from ._jit import FAR
 from .builder import binned_sah_build
+from .frustum import any_triangle_in_frustum, boxes_in_frustum, planes_to_object_space, triangles_in_frustum
 from .config import BuildConfig
 from .hits import SceneAllHits, SceneHits, Selection
 from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, freeze
@@ -121,6 +122,7 @@ class _Snapshot:
             top_nodes = np.zeros((1, 8), np.float32)
             top_order = np.zeros(0, np.int32)
         self.traceable = finite.size > 0
+        self.interpolates = bool(pack.has_normals.any() or pack.has_uvs.any())
         _frozen(top_nodes)
         nodes = pack.nodes
         self.arrays = (top_nodes.reshape(-1), top_nodes.view(np.int32).reshape(-1), _frozen(top_order),
@@ -130,6 +132,13 @@ class _Snapshot:
 
     def with_enabled(self, enabled: np.ndarray) -> tuple:
         return self.arrays[:3] + (enabled,) + self.arrays[4:]
+
+
+def _scene_misses(n: int) -> tuple:
+    """``object, mesh, triangle, t, u, v, point, normal, front_face`` of n misses."""
+    none = np.full(n, -1, np.int64)
+    return (none, none.copy(), none.copy(), np.full(n, np.inf), np.full(n, np.nan), np.full(n, np.nan),
+            np.full((n, 3), np.nan), np.full((n, 3), np.nan), np.zeros(n, np.bool_))
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -577,26 +586,29 @@ class Scene:
         snap = self._snapshot()
         enabled = self._enabled(snap, mask, objects, exclude)
         n = origins.shape[0]
-        out_object = np.full(n, -1, np.int64)
-        out_mesh = np.full(n, -1, np.int64)
-        out_triangle = np.full(n, -1, np.int64)
-        t = np.full(n, np.inf)
-        u = np.full(n, np.nan)
-        v = np.full(n, np.nan)
-        point = np.full((n, 3), np.nan)
-        normal = np.full((n, 3), np.nan)
-        front_face = np.zeros(n, np.bool_)
-        if snap.traceable:
-            hit_object = np.empty(n, np.int32)
-            hit_row = np.empty(n, np.int32)
-            hit_t = np.empty(n)
-            hit_u = np.empty(n)
-            hit_v = np.empty(n)
-            hit_normal = np.empty((n, 3))
-            kernel = scene_kernels.closest_hits_serial if n <= SERIAL_BATCH else scene_kernels.closest_hits_parallel
-            kernel(snap.with_enabled(enabled), origins, directions, tmin, min(tmax, FAR), bool(cull_backfaces),
-                   hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v,
-                   point, normal, front_face)
+        if not snap.traceable:
+            misses = _scene_misses(n)
+            return SceneHits(*misses[:8], misses[7].copy(), np.full((n, 2), np.nan), misses[8])
+        # The kernel writes every output of every ray, misses included.
+        out_object = np.empty(n, np.int64)
+        out_mesh = np.empty(n, np.int64)
+        out_triangle = np.empty(n, np.int64)
+        t = np.empty(n)
+        u = np.empty(n)
+        v = np.empty(n)
+        point = np.empty((n, 3))
+        normal = np.empty((n, 3))
+        front_face = np.empty(n, np.bool_)
+        hit_object = np.empty(n, np.int32)
+        hit_row = np.empty(n, np.int32)
+        hit_t = np.empty(n)
+        hit_u = np.empty(n)
+        hit_v = np.empty(n)
+        hit_normal = np.empty((n, 3))
+        kernel = scene_kernels.closest_hits_serial if n <= SERIAL_BATCH else scene_kernels.closest_hits_parallel
+        kernel(snap.with_enabled(enabled), origins, directions, tmin, min(tmax, FAR), bool(cull_backfaces),
+               hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v,
+               point, normal, front_face)
         shading_normal, uv = self._interpolate(snap, out_object, out_mesh, out_triangle, u, v, normal)
         return SceneHits(out_object, out_mesh, out_triangle, t, u, v, point, normal, shading_normal, uv, front_face)
 
@@ -606,6 +618,8 @@ class Scene:
         pack = snap.pack
         shading = normal.copy()
         uv = np.full((objects.shape[0], 2), np.nan)
+        if not snap.interpolates:
+            return shading, uv
         on_mesh = np.flatnonzero(meshes >= 0)
         if on_mesh.size == 0:
             return shading, uv
@@ -714,8 +728,6 @@ class Scene:
             exactly, triangle by triangle. Shapes are judged by their world
             boxes, a conservative answer.
         """
-        from .frustum import boxes_in_frustum, planes_to_object_space, triangles_in_frustum
-
         if mode not in ("objects", "triangles"):
             raise ValueError(f"mode must be 'objects' or 'triangles', got {mode!r}")
         planes = real_array("planes", planes).astype(np.float64)
@@ -744,16 +756,14 @@ class Scene:
                 chosen_triangles.append(np.array([-1]))
                 continue
             faces = pack.mesh_faces(mesh)
-            if inside == 2:
-                hit = np.ones(faces.shape[0], bool)
-            else:
-                local = planes_to_object_space(planes, snap.transform[oid])
-                hit = triangles_in_frustum(pack.mesh_vertices(mesh), faces, local)
+            local = planes_to_object_space(planes, snap.transform[oid])
             if mode == "objects":
-                if hit.any():
+                if any_triangle_in_frustum(pack.mesh_vertices(mesh), faces, local):
                     chosen_objects.append(np.array([oid]))
                     chosen_triangles.append(np.array([-1]))
             else:
+                hit = np.ones(faces.shape[0], bool) if inside == 2 else \
+                    triangles_in_frustum(pack.mesh_vertices(mesh), faces, local)
                 found = np.flatnonzero(hit)
                 chosen_objects.append(np.full(found.shape[0], oid))
                 chosen_triangles.append(found)

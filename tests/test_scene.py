@@ -394,3 +394,31 @@ def test_damaged_save_directories_are_refused(tmp_path):
     (tmp_path / "s" / "manifest.json").write_text("{not json")
     with pytest.raises(ValueError, match="manifest"):
         bvh.Scene.open(tmp_path / "s")
+
+
+def test_select_by_frustum():
+    """Two squares side by side; a rectangle over the left one, seen from above."""
+    scene = bvh.Scene()
+    square = scene.add_mesh(*unit_square())
+    left = scene.add_instance(square, name="left")
+    shifted = np.eye(4)
+    shifted[:3, 3] = [3.0, 0.0, 0.0]
+    right = scene.add_instance(square, shifted, name="right")
+    ball = scene.add_shape("sphere", radius=0.2, transform=np.array(
+        [[1, 0, 0, 0.5], [0, 1, 0, 0.5], [0, 0, 1, 1.0], [0, 0, 0, 1.0]]))
+    camera = bvh.Camera.pinhole([2.0, 0.5, 10.0], [2.0, 0.5, 0.0], [0.0, 1.0, 0.0], 40.0, 400, 400)
+    x, y = [], []
+    for corner in ([0.0, 0.0, 0.0], [1.0, 1.0, 0.0]):
+        # The pixel each corner of the left square projects to.
+        clip = camera.projection @ camera.view @ np.append(corner, 1.0)
+        ndc = clip[:2] / clip[3]
+        x.append((ndc[0] + 1) / 2 * 400)
+        y.append((1 - ndc[1]) / 2 * 400)
+    planes = camera.frustum([min(x) + 5, min(y) + 5, max(x) - 5, max(y) - 5])
+    chosen = scene.select(planes)
+    assert sorted(chosen.object.tolist()) == sorted([left, ball])
+    triangles = scene.select(planes, mode="triangles", objects=[left])
+    assert sorted(triangles.triangle.tolist()) == [0, 1] and (triangles.object == left).all()
+    assert len(scene.select(planes, exclude=[left, ball])) == 0
+    everything = scene.select(camera.frustum())
+    assert sorted(everything.object.tolist()) == [left, right, ball]

@@ -1,0 +1,171 @@
+"""Scene benchmark: a 1,000-instance scene of one mesh, against that mesh alone.
+
+    python -m bench.scene [--instances 1000] [--rays 200000]
+
+Reports the build time of the scene, the median cost of one ``set_transform``
+followed by a one-ray pick, closest-hit rays/s on one thread and on all of
+them, the ratio to the single mesh's rate (issue 4's bar: >= 0.5), and the
+time to open a saved 1.3M-triangle scene. The mesh is the Stanford bunny
+from ../shared/meshes when present, else the sample torus. Each ray set is
+``random_pick_rays`` aimed at its own target's bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+import numba
+import numpy as np
+
+import bvh
+
+from .meshes import SHARED_MESHES, displaced_icosphere, load_mesh
+from .rays_gen import random_pick_rays
+
+
+LAYOUTS = ("cube", "floor")
+
+
+def grid_transforms(count: int, size: float, layout: str = "cube", seed: int = 3) -> np.ndarray:
+    """``count`` transforms 1.5 mesh sizes (box diagonals) apart, each scaled
+    by 0.7–1.3, one in seven mirrored.
+
+    ``cube``: a 10 x 10 x 10 lattice, each instance turned at random, the
+    hardest case (a ray crosses up to ten instances' boxes). ``floor``: a
+    32 x 32 grid on a ground plane, each turned about the vertical only, as
+    objects stand in an editor's scene.
+    """
+    rng = np.random.default_rng(seed)
+    if layout == "cube":
+        side = int(np.ceil(count ** (1 / 3)))
+        cells = np.stack(np.meshgrid(*[np.arange(side)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)[:count]
+    else:
+        side = int(np.ceil(count ** 0.5))
+        cells = np.stack(np.meshgrid(np.arange(side), [0], np.arange(side), indexing="ij"), axis=-1)
+        cells = cells.reshape(-1, 3)[:count]
+    transforms = np.tile(np.eye(4), (count, 1, 1))
+    for k in range(count):
+        if layout == "cube":
+            rotation, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        else:
+            angle = rng.uniform(0.0, 2.0 * np.pi)
+            rotation = np.array([[np.cos(angle), 0.0, np.sin(angle)], [0.0, 1.0, 0.0],
+                                 [-np.sin(angle), 0.0, np.cos(angle)]])
+        scale = rng.uniform(0.7, 1.3)
+        transforms[k, :3, :3] = rotation * scale * (-1.0 if k % 7 == 0 else 1.0)
+        transforms[k, :3, 3] = cells[k] * 1.5 * size
+    return transforms
+
+
+def best_rate(fn, rays: int, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return rays / best
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--instances", type=int, default=1000)
+    parser.add_argument("--rays", type=int, default=200_000)
+    parser.add_argument("--no-open", action="store_true", help="skip the 1.3M-triangle save/open")
+    args = parser.parse_args(argv)
+
+    bunny = os.path.join(SHARED_MESHES, "stanford-bunny.obj")
+    if os.path.exists(bunny):
+        mesh = load_mesh(bunny)
+    else:
+        import sample_meshes
+        from tests.meshes import load_mesh as load_sample
+
+        vertices, faces = load_sample(sample_meshes.path("torus.ply"))
+        mesh = type("Mesh", (), {"name": "torus", "vertices": vertices, "faces": faces,
+                                 "bounds": np.array([vertices.min(axis=0), vertices.max(axis=0)])})()
+    print(f"mesh: {mesh.name}, {len(mesh.faces):,} triangles; {args.instances} instances; "
+          f"{args.rays:,} random pick rays; {numba.get_num_threads()} threads available")
+
+    single = bvh.build(mesh.vertices, mesh.faces)
+    size = float(np.linalg.norm(mesh.bounds[1] - mesh.bounds[0]))
+    mesh_rays = random_pick_rays(mesh.bounds, args.rays, seed=1)
+    single.intersect(*mesh_rays)
+    threads = numba.get_num_threads()
+    for layout in LAYOUTS:
+        transforms = grid_transforms(args.instances, size, layout)
+        start = time.perf_counter()
+        scene = bvh.Scene()
+        mesh_id = scene.add_mesh(mesh.vertices, mesh.faces, name=mesh.name)
+        mesh_built = time.perf_counter()
+        for k, transform in enumerate(transforms):
+            scene.add_instance(mesh_id, transform, name=f"{mesh.name}{k}")
+        scene.intersect([0.0, 0.0, 0.0], [1.0, 0.0, 0.0])
+        built = time.perf_counter()
+        print(f"\n[{layout}] scene build: {built - start:.3f} s ({mesh_built - start:.3f} s mesh BVH, "
+              f"{built - mesh_built:.3f} s for {args.instances} instances + top level + first pick)")
+
+        scene_rays = random_pick_rays(scene.bounds, args.rays, seed=2)
+        scene.intersect(*scene_rays)
+        rates = {}
+        # Interleaved, so that a burst of load on the machine hits both.
+        for n in (1, threads):
+            numba.set_num_threads(n)
+            rates[("mesh", n)] = best_rate(lambda: single.intersect(*mesh_rays), args.rays)
+            rates[("scene", n)] = best_rate(lambda: scene.intersect(*scene_rays), args.rays)
+        numba.set_num_threads(threads)
+        hit_rate = scene.intersect(*scene_rays).hit.mean()
+
+        rng = np.random.default_rng(5)
+        costs = []
+        one_origin, one_direction = scene_rays[0][:1], scene_rays[1][:1]
+        for _ in range(300):
+            oid = int(rng.integers(args.instances))
+            moved = transforms[oid].copy()
+            moved[:3, 3] += rng.normal(size=3) * 0.01 * size
+            start = time.perf_counter()
+            scene.set_transform(oid, moved)
+            scene.intersect(one_origin, one_direction)
+            costs.append(time.perf_counter() - start)
+        move_ms = statistics.median(costs) * 1e3
+        single_pick = []
+        for i in range(300):
+            start = time.perf_counter()
+            scene.intersect(scene_rays[0][i], scene_rays[1][i])
+            single_pick.append(time.perf_counter() - start)
+
+        print(f"{'':34}{'1 thread':>14}{f'{threads} threads':>14}")
+        for what, label in (("mesh", f"single {mesh.name} (MeshBVH)"),
+                            ("scene", f"{args.instances} instances (Scene)")):
+            print(f"{label + ' rays/s':34}{rates[(what, 1)] / 1e6:>12.2f} M{rates[(what, threads)] / 1e6:>12.2f} M")
+        ratio = rates[("scene", 1)] / rates[("mesh", 1)]
+        print(f"scene hit rate {hit_rate:.1%}, single mesh hit rate {single.intersect(*mesh_rays).hit.mean():.1%}")
+        print(f"scene / single mesh, 1 thread: {ratio:.2f}x   (bar >= 0.5x: {'met' if ratio >= 0.5 else 'NOT met'})")
+        print(f"set_transform + 1-ray pick, median: {move_ms:.3f} ms   "
+              f"(bar <= 5 ms: {'met' if move_ms <= 5 else 'NOT met'})")
+        print(f"1-ray pick alone, median: {statistics.median(single_pick) * 1e6:.1f} us")
+
+    if not args.no_open:
+        big = displaced_icosphere()
+        big_scene = bvh.Scene()
+        big_scene.add_instance(big_scene.add_mesh(big.vertices, big.faces, name=big.name))
+        with tempfile.TemporaryDirectory() as directory:
+            start = time.perf_counter()
+            big_scene.save(directory)
+            saved = time.perf_counter() - start
+            start = time.perf_counter()
+            opened = bvh.Scene.open(directory)
+            open_s = time.perf_counter() - start
+            start = time.perf_counter()
+            opened.intersect(*random_pick_rays(big.bounds, 1, seed=3))
+            first_pick = time.perf_counter() - start
+        print(f"{big.name} ({len(big.faces):,} triangles): save {saved:.2f} s, open {open_s * 1e3:.0f} ms "
+              f"(checksums verified), first pick after open {first_pick * 1e3:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
