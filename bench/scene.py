@@ -95,6 +95,11 @@ def main(argv=None) -> int:
     mesh_rays = random_pick_rays(mesh.bounds, args.rays, seed=1)
     single.intersect(*mesh_rays)
     threads = numba.get_num_threads()
+    # Compile (or load) the scene kernels first, so build times are builds.
+    warm = bvh.Scene()
+    warm.add_instance(warm.add_mesh(np.eye(3), [[0, 1, 2]]))
+    warm.intersect(np.zeros((1000, 3)), np.ones((1000, 3)))
+    warm.intersect([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
     for layout in LAYOUTS:
         transforms = grid_transforms(args.instances, size, layout)
         start = time.perf_counter()

@@ -29,6 +29,14 @@ ARRAY_NAMES = ("nodes", "tris", "face_index", "mesh_root", "mesh_offset", "mesh_
                "source_face", "tri_start")
 
 
+#: An instance's world box is the box of its mesh's nodes this many levels
+#: down, transformed: for a turned instance it is much tighter than the
+#: transformed root box (fewer rays enter the instance to find nothing), and
+#: 16 boxes of 8 corners are still cheap to move on every ``set_transform``.
+COVER_LEVELS = 4
+COVER_BOXES = 2 ** COVER_LEVELS
+
+
 class MeshPack(NamedTuple):
     """Packed meshes; ``K`` meshes, every array read-only.
 
@@ -46,8 +54,8 @@ class MeshPack(NamedTuple):
         Centring offset subtracted from each mesh before rounding to float32.
     mesh_scale : (K,) float64
         Diagonal of each mesh's box.
-    mesh_boxes : (K, 4, 6) float64
-        Up to four boxes covering each mesh (its tree's second level), in mesh
+    mesh_boxes : (K, COVER_BOXES, 6) float64
+        Boxes covering each mesh (its tree's fourth level), in mesh
         coordinates: transformed, they bound an instance more tightly than the
         root box.
     vertices : (V, 3) float64
@@ -109,7 +117,7 @@ def empty_pack() -> MeshPack:
     return freeze(MeshPack(
         nodes=np.zeros((0, 8), np.float32), tris=np.zeros((0, 9), np.float32), face_index=np.zeros(0, np.int32),
         mesh_root=np.zeros(0, np.int32), mesh_offset=np.zeros((0, 3)), mesh_scale=np.zeros(0),
-        mesh_boxes=np.zeros((0, 4, 6)), vertices=np.zeros((0, 3)), vertex_start=zero,
+        mesh_boxes=np.zeros((0, COVER_BOXES, 6)), vertices=np.zeros((0, 3)), vertex_start=zero,
         faces=np.zeros((0, 3), np.int32), face_start=zero.copy(), normals=np.zeros((0, 3), np.float32),
         has_normals=np.zeros(0, bool), uvs=np.zeros((0, 2), np.float32), has_uvs=np.zeros(0, bool),
         source_face=np.zeros(0, np.int32), tri_start=zero.copy()))
@@ -149,12 +157,13 @@ def _per_vertex(name: str, value, rows: int, width: int) -> np.ndarray | None:
     return array.astype(np.float32)
 
 
-def _second_level_boxes(nodes: np.ndarray) -> np.ndarray:
-    """(4, 6) float64: the boxes of the root's grandchildren (or the nearest
-    level above where the tree is shallower), repeated to four rows."""
+def _cover_boxes(nodes: np.ndarray) -> np.ndarray:
+    """(COVER_BOXES, 6) float64: the boxes of the tree's fourth level (or the
+    nearest level above where the tree is shallower), the first repeated to
+    fill the rows."""
     links = nodes.view(np.int32)
     rows = [0]
-    for _ in range(2):
+    for _ in range(COVER_LEVELS):
         deeper = []
         for row in rows:
             if links[row, COUNT] == 0:
@@ -163,7 +172,7 @@ def _second_level_boxes(nodes: np.ndarray) -> np.ndarray:
                 deeper.append(row)
         rows = deeper
     boxes = nodes[rows, :6].astype(np.float64)
-    return np.concatenate([boxes, np.repeat(boxes[:1], 4 - len(rows), axis=0)])
+    return np.concatenate([boxes, np.repeat(boxes[:1], COVER_BOXES - len(rows), axis=0)])
 
 
 def build_chunk(vertices, faces, normals=None, uvs=None, source_face=None, config: BuildConfig | None = None):
@@ -196,7 +205,7 @@ def build_chunk(vertices, faces, normals=None, uvs=None, source_face=None, confi
     nodes = pack_nodes(tree)
     if nodes.shape[0] % 2:
         nodes = np.concatenate([nodes, np.zeros((1, 8), np.float32)])
-    boxes = _second_level_boxes(nodes)
+    boxes = _cover_boxes(nodes)
     scale = float(np.linalg.norm(boxes[:, 3:].max(axis=0) - boxes[:, :3].min(axis=0)))
     return MeshChunk(nodes=nodes, tris=np.ascontiguousarray(data.vertices[tree.order]),
                      face_index=np.ascontiguousarray(data.face_index[tree.order]), offset=data.offset, scale=scale,
