@@ -16,6 +16,7 @@ serialised by a lock.
 import hashlib
 import threading
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from .hits import SceneAllHits, SceneHits, Selection
 from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, freeze
 from .node_layout import pack_nodes
 from .shapes import KIND_CODES, KIND_NAMES, MESH, REMOVED, make_shape
-from .validation import check_mesh, check_rays, check_window, real_array
+from .validation import MAX_MESH_EXTENT, check_mesh, check_rays, check_window, real_array
 
 #: Batches up to this size run on the calling thread: waking the thread pool
 #: costs more than tracing a few rays.
@@ -190,10 +191,18 @@ def _box_corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _world_bounds(transform: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """(2, 3) world box of the object-space ``boxes (B, 6)`` under ``transform``."""
+    """(2, 3) world box of the object-space ``boxes (B, 6)`` under ``transform``.
+
+    Raises ValueError when the box leaves the range the float32 top-level
+    nodes can hold.
+    """
     corners = _box_corners(boxes[:, :3], boxes[:, 3:]).reshape(-1, 3)
     world = corners @ transform[:3, :3].T + transform[:3, 3]
-    return np.stack([world.min(axis=0), world.max(axis=0)])
+    bounds = np.stack([world.min(axis=0), world.max(axis=0)])
+    if not np.abs(bounds).max() < MAX_MESH_EXTENT:
+        raise ValueError(f"transform places the object beyond {MAX_MESH_EXTENT:g} from the origin, "
+                         "more than float32 bounds can hold")
+    return bounds
 
 
 class Scene:
@@ -227,6 +236,8 @@ class Scene:
         self._params: list[dict] = []
         self._objects_token = uuid.uuid4().hex
         self._snap: _Snapshot | None = None
+        self._batching = 0
+        self._stale = False
 
     # ------------------------------------------------------------- meshes
     def add_mesh(self, vertices, faces, normals=None, uvs=None, name=None, source_face=None, **build_options) -> int:
@@ -310,9 +321,9 @@ class Scene:
         return pack.mesh_vertices(mesh_id)
 
     def mesh_faces(self, mesh_id) -> np.ndarray:
-        """(F, 3) int64: the mesh's faces as added."""
+        """(F, 3) int32: the mesh's faces as added (a read-only view)."""
         pack, mesh_id = self._mesh_arrays(mesh_id)
-        return pack.mesh_faces(mesh_id).astype(np.int64)
+        return pack.mesh_faces(mesh_id)
 
     def source_face(self, mesh_id) -> np.ndarray:
         """(F,) int64: the source polygon of each face of the mesh."""
@@ -351,9 +362,32 @@ class Scene:
         self._changed()
         return oid
 
+    @contextmanager
+    def batch(self):
+        """Make several edits one change: until the block ends, queries keep
+        answering from the scene as it was before it, and other editors wait.
+
+        >>> with scene.batch():
+        ...     scene.set_transform(a, m)
+        ...     scene.remove(b)
+        """
+        with self._lock:
+            self._snapshot()
+            self._batching += 1
+            try:
+                yield self
+            finally:
+                self._batching -= 1
+                if self._batching == 0 and self._stale:
+                    self._stale = False
+                    self._snap = None
+
     def _changed(self):
         self._objects_token = uuid.uuid4().hex
-        self._snap = None
+        if self._batching:
+            self._stale = True
+        else:
+            self._snap = None
 
     def add_instance(self, mesh_id, transform=None, name=None, mask=ALL_BITS, pickable=True) -> int:
         """Place mesh ``mesh_id`` in the world; returns the new object's id.

@@ -1,12 +1,19 @@
-"""``python -m service``: a placeholder until the HTTP service exists."""
+"""``python -m service``: serve the API with uvicorn, configured by ``PICK_*`` variables."""
 
+import logging
 import sys
+
+import uvicorn
+
+from .settings import get_settings
 
 
 def main() -> int:
-    print("The picking service is not built yet: this checkout has the bvh engine only.\n"
-          "Use it from Python (see README.md, 'The Python API'); `make test` runs its tests.",
-          file=sys.stderr)
+    settings = get_settings()
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # An import string and a factory: each worker process (PICK_WORKERS) builds its own app.
+    uvicorn.run("service.app:create_app", factory=True, host=settings.host, port=settings.port,
+                workers=settings.workers, log_level=settings.log_level, access_log=settings.access_log)
     return 0
 
 

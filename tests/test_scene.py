@@ -422,3 +422,24 @@ def test_select_by_frustum():
     assert len(scene.select(planes, exclude=[left, ball])) == 0
     everything = scene.select(camera.frustum())
     assert sorted(everything.object.tolist()) == [left, right, ball]
+
+
+def test_a_batch_of_edits_is_one_change_for_queries():
+    scene = bvh.Scene()
+    square = scene.add_mesh(*unit_square())
+    a = scene.add_instance(square)
+    down = ([0.5, 0.5, 5.0], [0.0, 0.0, -1.0])
+    moved = np.eye(4)
+    moved[:3, 3] = [0.0, 0.0, 2.0]
+    answers = []
+    with scene.batch():
+        scene.set_transform(a, moved)
+        # Another thread's query answers from the scene before the batch.
+        thread = threading.Thread(target=lambda: answers.append(scene.intersect(*down).t[0]))
+        thread.start()
+        thread.join()
+        scene.add_instance(square, moved)
+    assert answers == [5.0]
+    assert scene.intersect(*down).t[0] == 3.0
+    with pytest.raises(ValueError, match="beyond 1e\\+37"):
+        scene.set_transform(a, np.diag([1e300, 1e300, 1e300, 1.0]))

@@ -1,0 +1,101 @@
+"""The FastAPI application, built by :func:`create_app`.
+
+Start-up opens every saved scene and compiles (loads from numba's cache) the
+kernels on a worker thread while the server already answers ``/health``;
+``/ready`` turns 200 and the scene routes stop answering 503 when that is done.
+"""
+
+import asyncio
+import logging
+from contextlib import asynccontextmanager
+
+import numpy as np
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from starlette.concurrency import run_in_threadpool
+
+import bvh
+
+from .errors import install_error_handlers
+from .metrics import Metrics
+from .middleware import ApiKeyAuth, BodyLimit, RequestMetrics
+from .openapi import install_schemas
+from .responses import JSONBytes
+from .routes import health, objects, picks, scenes, select
+from .settings import Settings, get_settings
+from .store import SceneStore
+
+log = logging.getLogger("service")
+
+
+def warm_up() -> None:
+    """Run every kind of query once on a one-triangle scene, so that the
+    first real request does not wait for numba to load the kernels."""
+    scene = bvh.Scene()
+    scene.add_instance(scene.add_mesh(np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
+                                      np.array([[0, 1, 2]])))
+    scene.add_shape("sphere", radius=0.1)
+    origins = np.tile([0.2, 0.2, 1.0], (bvh.scene.SERIAL_BATCH + 1, 1))
+    directions = np.tile([0.0, 0.0, -1.0], (bvh.scene.SERIAL_BATCH + 1, 1))
+    for rays in (1, origins.shape[0]):
+        scene.intersect(origins[:rays], directions[:rays])
+        scene.occluded(origins[:rays], directions[:rays])
+    scene.intersect_all(origins[:1], directions[:1])
+    scene.select(np.array([[0.0, 0.0, 1.0, 1.0]]), mode="triangles")
+
+
+def start_up(store: SceneStore) -> None:
+    try:
+        skipped = store.open_all()
+        warm_up()
+    except Exception:
+        log.exception("start-up failed: the service stays unready")
+        return
+    store.ready = True
+    log.info("ready: %d scenes open%s", len(store), f", {len(skipped)} damaged skipped" if skipped else "")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The app, with its own scene store and metrics.
+
+    Parameters
+    ----------
+    settings : Settings, optional
+        Default: read from the ``PICK_*`` environment variables.
+    """
+    settings = settings or get_settings()
+    if not logging.getLogger().handlers:
+        # A uvicorn worker process starts without the parent's logging set-up.
+        logging.basicConfig(level=settings.log_level.upper(),
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    store = SceneStore(settings.data_dir)
+    metrics = Metrics(store)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        opening = asyncio.create_task(run_in_threadpool(start_up, store))
+        yield
+        await opening
+
+    app = FastAPI(title="bvh-pick", version="0.1.0", lifespan=lifespan, default_response_class=JSONBytes,
+                  description="Closest-surface picking over HTTP: upload a scene, then cast rays at it.")
+    app.state.settings = settings
+    app.state.store = store
+    app.state.metrics = metrics
+    install_error_handlers(app)
+
+    # The pick routes first: the router tries routes in order, and these are the hot ones.
+    for router in (picks.direct_router, picks.router, health.router, select.router, scenes.router, objects.router):
+        app.include_router(router)
+
+    # add_middleware wraps what is there: the last added runs first.
+    app.add_middleware(BodyLimit, limit_mb=settings.max_upload_mb)
+    if settings.api_key is not None:
+        app.add_middleware(ApiKeyAuth, api_key=settings.api_key.get_secret_value())
+    if settings.cors_origins:
+        # Outside the key check: browsers send CORS preflights without credentials.
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
+                           allow_headers=["*"])
+    app.add_middleware(RequestMetrics, metrics=metrics)
+    install_schemas(app, secured=settings.api_key is not None)
+    return app

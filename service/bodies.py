@@ -1,0 +1,104 @@
+"""Reading request bodies: JSON validated in one pass, multipart forms, content types."""
+
+from pydantic import TypeAdapter, ValidationError
+from starlette.datastructures import FormData, UploadFile
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from .errors import ClientError, validation_error
+
+JSON = "application/json"
+MULTIPART = "multipart/form-data"
+OCTET_STREAM = "application/octet-stream"
+
+#: Largest non-file field of a multipart form (a name, a transform).
+MAX_FORM_FIELD_BYTES = 64 * 1024
+
+
+def media_type(request: Request) -> str:
+    """The request's media type without parameters, lower case; ``application/json`` when absent."""
+    value = request.headers.get("content-type")
+    if not value:
+        return JSON
+    return value.split(";", 1)[0].strip().lower()
+
+
+async def read_body(request: Request) -> bytes:
+    """The whole request body.
+
+    ``Request.body`` goes through an async generator; a body that arrives in
+    one message (every small JSON request) is read here with one ``receive``.
+    """
+    message = await request.receive()
+    if message["type"] != "http.request":
+        return await request.body()
+    chunk = message.get("body", b"")
+    if not message.get("more_body", False):
+        return chunk
+    chunks = [chunk]
+    while True:
+        message = await request.receive()
+        if message["type"] != "http.request":
+            raise ClientError(400, "the client disconnected while sending the body")
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+#: JSON bodies larger than this are validated on a worker thread, not the event loop.
+INLINE_PARSE_BYTES = 64 * 1024
+
+
+async def parse_json_body(model, body: bytes, union_tags: frozenset = frozenset()):
+    """:func:`parse_json`, on a worker thread for a large body (a mesh, a big batch)."""
+    if len(body) <= INLINE_PARSE_BYTES:
+        return parse_json(model, body, union_tags)
+    return await run_in_threadpool(parse_json, model, body, union_tags)
+
+
+def parse_json(model, body: bytes, union_tags: frozenset = frozenset()):
+    """Validate a JSON body against a model (or a ``TypeAdapter``) straight from the bytes.
+
+    Raises
+    ------
+    ClientError
+        422 listing what is wrong, for invalid JSON as for invalid values.
+    """
+    try:
+        if isinstance(model, TypeAdapter):
+            return model.validate_json(body)
+        return model.model_validate_json(body)
+    except ValidationError as error:
+        raise validation_error(error, union_tags) from None
+
+
+async def read_form(request: Request) -> FormData:
+    """The multipart form; a malformed one is a 422."""
+    try:
+        return await request.form(max_files=1, max_fields=8, max_part_size=MAX_FORM_FIELD_BYTES)
+    except StarletteHTTPException as error:
+        if error.status_code == 413:
+            raise
+        raise ClientError(422, f"the multipart body cannot be read: {error.detail}") from None
+
+
+def form_file(form: FormData) -> UploadFile:
+    upload = form.get("file")
+    if not isinstance(upload, UploadFile):
+        raise ClientError(422, "the multipart body needs a 'file' part holding the mesh file")
+    return upload
+
+
+def form_text(form: FormData, name: str) -> str | None:
+    value = form.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ClientError(422, f"form field {name!r} must be text, not a file")
+    return value
+
+
+def unsupported_media(media: str, accepted: str) -> ClientError:
+    return ClientError(415, f"unsupported content type {media!r}: send {accepted}")
+

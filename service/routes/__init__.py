@@ -1,0 +1,1 @@
+"""One router per resource: scenes, objects, picks, select, and the service's own health and metrics."""

@@ -1,0 +1,203 @@
+"""``/scenes/{id}/pick``: one ray, a batch (JSON or binary), or camera pixels.
+
+A single ray is traced on the event loop: the serial kernel takes
+microseconds, less than handing it to a worker thread would. Batches larger
+than ``INLINE_RAYS`` and camera picks run on worker threads (the kernels
+release the GIL), so they never hold up other requests.
+"""
+
+import math
+from typing import Annotated
+
+import numpy as np
+import orjson
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+from pydantic import TypeAdapter
+from starlette.concurrency import run_in_threadpool
+
+from bvh.camera import Camera
+
+from ..bodies import JSON, OCTET_STREAM, media_type, parse_json, parse_json_body, read_body, unsupported_media
+from ..deps import SceneStoreDep, SettingsDep, find_scene, scene_in_memory
+from ..direct_route import DirectRoute
+from ..errors import ClientError, client_errors
+from ..openapi import body_doc
+from ..picking import RAY_BYTES, all_hit_results, batch_columns, batch_records, results, single_result
+from ..responses import JSON_OPTIONS, JSONBytes
+from ..schemas import (AllHitsResult, BatchPickRequest, BatchPickResult, CameraPickRequest, CameraPickResults,
+                       ErrorOut, MatrixCamera, PickOptions, PickRequest, PickResult)
+from ..settings import Settings
+
+router = APIRouter(tags=["picks"])
+
+#: The single-ray route, on a router of its own: see ``service.direct_route``.
+direct_router = APIRouter(tags=["picks"], route_class=DirectRoute)
+
+#: Batches up to this many rays are traced on the event loop (see the module notes).
+INLINE_RAYS = 64
+
+ALL_BITS = 0xFFFFFFFF
+CAMERA_PICK = TypeAdapter(CameraPickRequest)
+CAMERA_TAGS = frozenset({"pinhole", "matrices"})
+
+BINARY_BATCH = ("N rays of 24 bytes: ox, oy, oz, dx, dy, dz as little-endian float32. The answer is N "
+                "records of 32 bytes: float32 t (inf on a miss), int32 object (-1), int32 triangle (-1), "
+                "float32 u, float32 v, float32 nx, ny, nz. Options go in the query string.")
+
+ERRORS = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}}
+
+
+def window(options: PickOptions) -> dict:
+    """Keyword arguments of ``Scene.intersect`` from a request's options."""
+    return query_window(options.tmin, options.tmax, options.mask, options.objects, options.exclude)
+
+
+def query_window(tmin: float, tmax: float | None, mask: int | None, objects, exclude) -> dict:
+    """Keyword arguments of ``Scene.intersect``: null ``tmax`` is unbounded, null ``mask`` all bits."""
+    if tmax is not None and tmax < tmin:
+        raise ClientError(422, f"tmax ({tmax}) must not be less than tmin ({tmin})")
+    return {"tmin": tmin, "tmax": math.inf if tmax is None else tmax, "mask": ALL_BITS if mask is None else mask,
+            "objects": objects, "exclude": exclude}
+
+
+def check_ray_count(count: int, settings: Settings, what: str = "rays") -> None:
+    if count > settings.max_rays:
+        raise ClientError(413, f"{count} {what} in one request; the limit is {settings.max_rays} (PICK_MAX_RAYS)")
+
+
+def count_rays(request: Request, count: int) -> None:
+    request.app.state.metrics.count_rays(count)
+
+
+@direct_router.post("/scenes/{scene_id}/pick", response_model=PickResult | AllHitsResult, responses=ERRORS,
+             openapi_extra=body_doc(PickRequest, path_parameters=("scene_id",)))
+async def pick(request: Request):
+    """The closest hit of one ray (``{"hit": false}`` on a miss); with ``all_hits``, every
+    surface the ray crosses, sorted by t."""
+    # A DirectRoute: the endpoint takes the request and answers a Response.
+    store = request.app.state.store
+    scene_id = request.path_params["scene_id"]
+    # Awaiting a coroutine costs more than the lookup: only a reload from disk needs one.
+    stored = scene_in_memory(store, scene_id) or await find_scene(store, scene_id)
+    body = parse_json(PickRequest, await read_body(request))
+    origin = np.array(body.origin, np.float64)
+    direction = np.array(body.direction, np.float64)
+    options = window(body)
+    count_rays(request, 1)
+    if body.all_hits:
+        with client_errors():
+            every, view = stored.consistent(lambda scene: scene.intersect_all(origin, direction, **options))
+        return JSONBytes({"hits": all_hit_results(stored, view, every, origin, direction)})
+    with client_errors():
+        hits, view = stored.consistent(
+            lambda scene: scene.intersect(origin, direction, cull_backfaces=body.cull_backfaces, **options))
+    return JSONBytes(single_result(stored, view, hits, math.hypot(*body.direction)))
+
+
+def _trace(stored, origins, directions, cull_backfaces, options):
+    with client_errors():
+        return stored.consistent(lambda scene: scene.intersect(origins, directions, cull_backfaces=cull_backfaces,
+                                                               **options))
+
+
+async def off_loop(rays: int, function, *args):
+    """``function(*args)``: on a worker thread (the kernels release the GIL), unless
+    ``rays`` is so small that the thread hop would cost more than the work."""
+    if rays <= INLINE_RAYS:
+        return function(*args)
+    return await run_in_threadpool(function, *args)
+
+
+QUERY_OPTIONS = ("tmin", "tmax", "cull_backfaces", "mask", "objects", "exclude")
+
+
+@router.post("/scenes/{scene_id}/pick/batch", response_model=BatchPickResult,
+             responses={**ERRORS, 415: {"model": ErrorOut},
+                        200: {"content": {"application/octet-stream": {}},
+                              "description": "columnar JSON, or binary records for a binary body"}},
+             openapi_extra=body_doc(BatchPickRequest, binary=BINARY_BATCH))
+async def pick_batch(
+        scene_id: str, request: Request, store: SceneStoreDep, settings: SettingsDep,
+        tmin: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0,
+        tmax: Annotated[float | None, Query(ge=0, allow_inf_nan=False, description="binary form only")] = None,
+        cull_backfaces: Annotated[bool, Query(description="binary form only")] = False,
+        mask: Annotated[int | None, Query(ge=0, le=ALL_BITS, description="binary form only")] = None,
+        objects: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
+        exclude: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None):
+    """Many rays at once: JSON ``origins`` and ``directions`` answered column by column, or
+    ``application/octet-stream`` rays answered as packed binary records."""
+    stored = await find_scene(store, scene_id)
+    media = media_type(request)
+    if media == OCTET_STREAM:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit():
+            check_ray_count(int(declared) // RAY_BYTES, settings)
+        data = await request.body()
+        if len(data) % RAY_BYTES:
+            raise ClientError(422, f"the binary body has {len(data)} bytes, which is not a whole number of rays "
+                                   f"({RAY_BYTES} bytes each: 6 little-endian float32)")
+        if not data:
+            raise ClientError(422, "the binary body is empty: send at least one ray")
+        check_ray_count(len(data) // RAY_BYTES, settings)
+        options = query_window(tmin, tmax, mask, objects, exclude)
+        count = len(data) // RAY_BYTES
+        count_rays(request, count)
+        return Response(await off_loop(count, _binary_batch, stored, data, cull_backfaces, options),
+                        media_type=OCTET_STREAM)
+    if media != JSON:
+        raise unsupported_media(media, "application/json or application/octet-stream")
+    given = [name for name in QUERY_OPTIONS if name in request.query_params]
+    if given:
+        raise ClientError(422, f"query options ({', '.join(given)}) are for the binary form; "
+                               "a JSON batch takes its options in the body")
+    body = await parse_json_body(BatchPickRequest, await request.body())
+    check_ray_count(len(body.origins), settings)
+    count_rays(request, len(body.origins))
+    return Response(await off_loop(len(body.origins), _json_batch, stored, body), media_type=JSON)
+
+
+def _binary_batch(stored, data: bytes, cull_backfaces: bool, options: dict) -> bytes:
+    rays = np.frombuffer(data, "<f4").reshape(-1, 6).astype(np.float64)
+    hits, _ = _trace(stored, rays[:, :3], rays[:, 3:], cull_backfaces, options)
+    return batch_records(hits)
+
+
+def _json_batch(stored, body: BatchPickRequest) -> bytes:
+    if not body.origins:
+        return orjson.dumps({name: [] for name in ("hit", "t", "object", "triangle", "u", "v", "point", "normal")})
+    hits, _ = _trace(stored, np.array(body.origins, np.float64), np.array(body.directions, np.float64),
+                     body.cull_backfaces, window(body))
+    return orjson.dumps(batch_columns(hits), option=JSON_OPTIONS)
+
+
+def make_camera(body) -> Camera:
+    """A ``bvh.camera.Camera`` from a request's pinhole fields or matrices; 422 when invalid."""
+    with client_errors():
+        if isinstance(body, MatrixCamera):
+            return Camera.from_matrices(np.array(body.view, np.float64), np.array(body.projection, np.float64),
+                                        body.width, body.height)
+        return Camera.pinhole(body.position, body.target, body.up, body.fov_y_deg, body.width, body.height)
+
+
+def _camera_pick(stored, body):
+    camera = make_camera(body)
+    with client_errors():
+        origins, directions = camera.rays(np.array(body.pixels, np.float64))
+    hits, view = _trace(stored, origins, directions, body.cull_backfaces, window(body))
+    picked = results(stored, view, hits, np.ones(origins.shape[0]))
+    for result, origin, direction in zip(picked, origins.tolist(), directions.tolist()):
+        result["ray"] = {"origin": origin, "direction": direction}
+    return orjson.dumps({"results": picked}, option=JSON_OPTIONS)
+
+
+@router.post("/scenes/{scene_id}/pick/camera", response_model=CameraPickResults, responses=ERRORS,
+             openapi_extra=body_doc(CameraPickRequest))
+async def pick_camera(scene_id: str, request: Request, store: SceneStoreDep, settings: SettingsDep):
+    """One pick per pixel of a camera (pinhole fields, or OpenGL ``view`` and ``projection``);
+    each result carries its world ray (unit direction, so ``t`` is the distance)."""
+    stored = await find_scene(store, scene_id)
+    body = await parse_json_body(CAMERA_PICK, await request.body(), CAMERA_TAGS)
+    check_ray_count(len(body.pixels), settings, "pixels")
+    count_rays(request, len(body.pixels))
+    return Response(await off_loop(len(body.pixels), _camera_pick, stored, body), media_type=JSON)

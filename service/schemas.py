@@ -1,0 +1,417 @@
+"""Request and response bodies of the HTTP API (pydantic v2).
+
+Request models are strict: a vector component must be a JSON number (not a
+string such as ``"1.5"`` or ``"NaN"``, not ``true``) and finite, unknown
+fields are refused, and every list has the length it needs. Response models
+describe what the routes return; the hot routes build their JSON themselves
+(``service.responses``) and these models document it in the OpenAPI schema.
+
+Matrices are 4×4 nested lists of rows (row-major, the mathematical rows): an
+affine transform has its translation in the last column and ``[0, 0, 0, 1]``
+as its last row; camera ``view`` and ``projection`` follow OpenGL's
+conventions, written as rows.
+"""
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+#: A finite JSON number; integers are accepted, strings and booleans are not.
+Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+PositiveNumber = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0)]
+Index = Annotated[int, Field(strict=True, ge=0)]
+Flag = Annotated[bool, Field(strict=True)]
+Mask = Annotated[int, Field(strict=True, ge=0, le=0xFFFFFFFF)]
+Vec2 = Annotated[list[Number], Field(min_length=2, max_length=2)]
+Vec3 = Annotated[list[Number], Field(min_length=3, max_length=3)]
+Row4 = Annotated[list[Number], Field(min_length=4, max_length=4)]
+Matrix4 = Annotated[list[Row4], Field(min_length=4, max_length=4,
+                                      description="4×4 matrix as a list of its rows")]
+Face = Annotated[list[Index], Field(min_length=3, max_length=3)]
+ObjectId = Annotated[int, Field(strict=True, ge=0)]
+Name = Annotated[str, Field(max_length=256)]
+Bounds = Annotated[list[list[float]] | None,
+                   Field(description="[[xmin, ymin, zmin], [xmax, ymax, zmax]] in world space; null when empty")]
+
+
+class RequestModel(BaseModel):
+    """Base of every request body: unknown fields are an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# ------------------------------------------------------------------ scenes
+
+class MeshIn(RequestModel):
+    """An inline triangle mesh, placed once."""
+
+    name: Name | None = None
+    vertices: Annotated[list[Vec3], Field(min_length=3)]
+    faces: Annotated[list[Face], Field(min_length=1)]
+    transform: Matrix4 | None = None
+
+
+class SceneCreate(RequestModel):
+    """``POST /scenes`` as JSON (a file upload is the multipart form instead)."""
+
+    name: Name | None = None
+    meshes: list[MeshIn] = []
+
+
+class ObjectOut(BaseModel):
+    """One placed object of a scene."""
+
+    id: int
+    name: str | None
+    kind: Literal["mesh", "sphere", "box", "quad", "polygon"]
+    mesh: int | None = Field(description="mesh id for mesh instances, null for shapes")
+    triangles: int
+    transform: list[list[float]]
+    bounds: Bounds
+    mask: int
+    pickable: bool
+    params: dict = Field(description="shape parameters ({} for meshes)")
+
+
+class SceneOut(BaseModel):
+    """A scene with its objects."""
+
+    id: str
+    name: str | None
+    created: str = Field(description="ISO 8601 UTC time of creation")
+    objects: list[ObjectOut]
+    triangles: int = Field(description="triangles over all live objects, instances counted each")
+    bounds: Bounds
+    build_ms: float = Field(description="time to read and build the scene when it was created")
+
+
+class SceneSummary(BaseModel):
+    """A scene in ``GET /scenes``: its counts, not its objects."""
+
+    id: str
+    name: str | None
+    created: str
+    object_count: int
+    triangles: int
+    bounds: Bounds
+
+
+class SceneList(BaseModel):
+    scenes: list[SceneSummary]
+
+
+# ------------------------------------------------------------------ objects
+
+class PlacementIn(RequestModel):
+    """Fields every new object may set."""
+
+    name: Name | None = None
+    transform: Matrix4 | None = None
+    mask: Mask = 0xFFFFFFFF
+    pickable: Flag = True
+
+
+class MeshObjectCreate(PlacementIn):
+    """A new mesh given inline, and one object placing it."""
+
+    vertices: Annotated[list[Vec3], Field(min_length=3)]
+    faces: Annotated[list[Face], Field(min_length=1)]
+
+
+class InstanceCreate(PlacementIn):
+    """A new object placing a mesh the scene already has."""
+
+    mesh: Index
+
+
+class ShapeCreate(PlacementIn):
+    """An analytic shape: ``sphere`` (``radius``), ``box`` (``size`` [x, y, z]),
+    ``quad`` (``size`` [x, y], local z = 0 plane) or ``polygon`` (``vertices``,
+    a planar outline of at least 3 points)."""
+
+    shape: Literal["sphere", "box", "quad", "polygon"]
+    radius: PositiveNumber | None = None
+    size: Annotated[list[PositiveNumber], Field(min_length=2, max_length=3)] | None = None
+    vertices: Annotated[list[Vec3], Field(min_length=3)] | None = None
+
+    @model_validator(mode="after")
+    def _parameters_fit_the_shape(self):
+        allowed = {"sphere": {"radius"}, "box": {"size"}, "quad": {"size"}, "polygon": {"vertices"}}[self.shape]
+        given = {name for name in ("radius", "size", "vertices") if getattr(self, name) is not None}
+        if given - allowed:
+            raise ValueError(f"a {self.shape} takes {', '.join(sorted(allowed))}, "
+                             f"not {', '.join(sorted(given - allowed))}")
+        if self.shape == "polygon" and self.vertices is None:
+            raise ValueError("a polygon needs vertices: its planar outline, at least 3 points")
+        if self.size is not None and len(self.size) != (3 if self.shape == "box" else 2):
+            raise ValueError(f"size of a {self.shape} has {3 if self.shape == 'box' else 2} numbers, "
+                             f"got {len(self.size)}")
+        return self
+
+    def parameters(self) -> dict:
+        """The shape's keyword arguments for ``Scene.add_shape``."""
+        return {name: getattr(self, name) for name in ("radius", "size", "vertices") if getattr(self, name) is not None}
+
+
+def _object_kind(body) -> str | None:
+    if isinstance(body, dict):
+        if "shape" in body:
+            return "shape"
+        if "faces" in body:
+            return "mesh"
+        if "mesh" in body:
+            return "instance"
+    return None
+
+
+ObjectCreate = Annotated[
+    Union[Annotated[MeshObjectCreate, Tag("mesh")],
+          Annotated[InstanceCreate, Tag("instance")],
+          Annotated[ShapeCreate, Tag("shape")]],
+    Discriminator(_object_kind, custom_error_type="object_kind",
+                  custom_error_message="give an inline mesh (vertices and faces), an instance of an "
+                                       "existing mesh (mesh), or a shape (shape); or upload a file "
+                                       "as multipart/form-data"),
+]
+
+
+class ObjectUpdate(RequestModel):
+    """``PATCH`` of an object: only the fields given change (``name: null`` clears the name)."""
+
+    transform: Matrix4 | None = None
+    pickable: Flag | None = None
+    mask: Mask | None = None
+    name: Name | None = None
+
+    @model_validator(mode="after")
+    def _something_to_change(self):
+        if not self.model_fields_set:
+            raise ValueError("nothing to change: give transform, pickable, mask or name")
+        for field in ("transform", "pickable", "mask"):
+            if field in self.model_fields_set and getattr(self, field) is None:
+                raise ValueError(f"{field} cannot be null")
+        return self
+
+
+class ObjectList(BaseModel):
+    """The objects an upload or an addition created."""
+
+    objects: list[ObjectOut]
+
+
+# ------------------------------------------------------------------ picks
+
+class PickOptions(RequestModel):
+    """Options shared by every pick."""
+
+    tmin: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)] = 0.0
+    tmax: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)] | None = Field(
+        None, description="null: unbounded")
+    cull_backfaces: Flag = False
+    mask: Mask | None = Field(None, description="only objects whose mask shares a bit with this one")
+    objects: list[ObjectId] | None = Field(None, description="only these objects")
+    exclude: list[ObjectId] | None = Field(None, description="never these objects")
+
+    @model_validator(mode="after")
+    def _window(self):
+        if self.tmax is not None and self.tmax < self.tmin:
+            raise ValueError(f"tmax ({self.tmax}) must not be less than tmin ({self.tmin})")
+        return self
+
+
+def _nonzero(name: str, vector: list[float]) -> None:
+    if not any(vector):
+        raise ValueError(f"{name} must not be the zero vector")
+
+
+class PickRequest(PickOptions):
+    """One ray: ``point = origin + t * direction`` (direction need not be unit)."""
+
+    origin: Vec3
+    direction: Vec3
+    all_hits: Flag = False
+
+    @model_validator(mode="after")
+    def _direction_nonzero(self):
+        _nonzero("direction", self.direction)
+        return self
+
+
+class NearestVertex(BaseModel):
+    index: int = Field(description="index into the mesh's vertices")
+    point: list[float] = Field(description="the vertex in world space")
+
+
+class PickObject(BaseModel):
+    id: int
+    name: str | None
+
+
+class PickResult(BaseModel):
+    """The closest hit of one ray; only ``hit`` when it misses."""
+
+    hit: bool
+    t: float | None = Field(None, description="parametric, along the direction as given")
+    distance: float | None = Field(None, description="t · |direction|")
+    point: list[float] | None = None
+    object: PickObject | None = None
+    mesh: int | None = Field(None, description="null for shapes")
+    triangle: int | None = Field(None, description="face index in the mesh, null for shapes")
+    barycentric: list[float] | None = Field(None, description="[w0, w1, w2] = [1-u-v, u, v]; null for shapes")
+    normal: list[float] | None = Field(None, description="unit geometric normal, world space")
+    shading_normal: list[float] | None = None
+    uv: list[float] | None = Field(None, description="texture coordinates, null when the mesh has none")
+    front_face: bool | None = None
+    nearest_vertex: NearestVertex | None = Field(None, description="of the hit triangle, for snapping")
+    nearest_edge: list[int] | None = Field(None, description="[i, j] vertex indices of the hit triangle's "
+                                                             "edge nearest the point")
+
+
+class AllHitsResult(BaseModel):
+    """Every surface the ray crosses, sorted by t."""
+
+    hits: list[PickResult]
+
+
+class BatchPickRequest(PickOptions):
+    """Many rays at once, as JSON; ``application/octet-stream`` is the fast form."""
+
+    origins: list[Vec3]
+    directions: list[Vec3]
+
+    @model_validator(mode="after")
+    def _same_length(self):
+        if len(self.origins) != len(self.directions):
+            raise ValueError(f"origins and directions must have the same length, "
+                             f"got {len(self.origins)} and {len(self.directions)}")
+        return self
+
+
+class BatchPickResult(BaseModel):
+    """Columnar results, one entry per ray; misses hold null (or -1 for indices)."""
+
+    hit: list[bool]
+    t: list[float | None]
+    object: list[int] = Field(description="-1 on a miss")
+    triangle: list[int] = Field(description="-1 on a miss or a shape")
+    u: list[float | None]
+    v: list[float | None]
+    point: list[list[float | None]]
+    normal: list[list[float | None]]
+
+
+# ------------------------------------------------------------------ cameras
+
+class PinholeCamera(RequestModel):
+    """A perspective camera looking from ``position`` at ``target``."""
+
+    position: Vec3
+    target: Vec3
+    up: Vec3
+    fov_y_deg: Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, lt=180)]
+    width: Annotated[int, Field(strict=True, ge=1)]
+    height: Annotated[int, Field(strict=True, ge=1)]
+
+
+class MatrixCamera(RequestModel):
+    """A camera given by OpenGL view and projection matrices (as rows)."""
+
+    view: Matrix4
+    projection: Matrix4
+    width: Annotated[int, Field(strict=True, ge=1)]
+    height: Annotated[int, Field(strict=True, ge=1)]
+
+
+def _camera_kind(body) -> str | None:
+    if isinstance(body, dict):
+        return "matrices" if ("view" in body or "projection" in body) else "pinhole"
+    if isinstance(body, MatrixCamera):
+        return "matrices"
+    if isinstance(body, PinholeCamera):
+        return "pinhole"
+    return None
+
+
+Pixels = Annotated[list[Vec2], Field(min_length=1, description="[[x, y], ...]: (0, 0) is the top-left "
+                                                                "corner, pixel centres at +0.5")]
+
+
+class PinholePick(PinholeCamera, PickOptions):
+    pixels: Pixels
+
+
+class MatrixPick(MatrixCamera, PickOptions):
+    pixels: Pixels
+
+
+CameraPickRequest = Annotated[
+    Union[Annotated[PinholePick, Tag("pinhole")], Annotated[MatrixPick, Tag("matrices")]],
+    Discriminator(_camera_kind),
+]
+
+
+class Ray(BaseModel):
+    origin: list[float]
+    direction: list[float] = Field(description="unit length")
+
+
+class CameraPickResult(PickResult):
+    ray: Ray
+
+
+class CameraPickResults(BaseModel):
+    results: list[CameraPickResult] = Field(description="one per pixel, in the order given")
+
+
+Rect = Annotated[list[Number], Field(min_length=4, max_length=4, description="[x0, y0, x1, y1] in pixels")]
+SelectMode = Literal["objects", "triangles"]
+
+
+class SelectOptions(RequestModel):
+    rect: Rect
+    mode: SelectMode = "objects"
+    mask: Mask | None = None
+    objects: list[ObjectId] | None = None
+    exclude: list[ObjectId] | None = None
+
+
+class PinholeSelect(PinholeCamera, SelectOptions):
+    pass
+
+
+class MatrixSelect(MatrixCamera, SelectOptions):
+    pass
+
+
+SelectRequest = Annotated[
+    Union[Annotated[PinholeSelect, Tag("pinhole")], Annotated[MatrixSelect, Tag("matrices")]],
+    Discriminator(_camera_kind),
+]
+
+
+class SelectedObject(BaseModel):
+    id: int
+    name: str | None
+    triangles: list[int] | None = Field(None, description="the object's mesh faces inside the frustum "
+                                                          "(\"triangles\" mode only)")
+
+
+class SelectResult(BaseModel):
+    objects: list[SelectedObject]
+
+
+# ------------------------------------------------------------------ service
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    status: Literal["ready", "starting"]
+    scenes: int
+
+
+class ErrorOut(BaseModel):
+    """Every error: what was wrong, in words."""
+
+    detail: str

@@ -1,0 +1,79 @@
+"""The service's settings, read from ``PICK_*`` environment variables."""
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+MEGABYTE = 1024 * 1024
+
+
+class Settings(BaseSettings):
+    """Everything the service can be told, one field per ``PICK_<NAME>`` variable.
+
+    Attributes
+    ----------
+    host, port : str, int
+        Where ``python -m service`` listens.
+    data_dir : Path
+        Saved scenes live here, one directory per scene (see ``service.store``).
+    workers : int
+        uvicorn worker processes. Each opens the saved scenes by memory map,
+        so the page cache holds one copy of each scene's arrays for all.
+    max_upload_mb : float
+        Largest request body, in MiB (mebibytes), enforced while the body is read.
+    max_rays : int
+        Most rays (or pixels) one request may cast.
+    api_key : SecretStr or None
+        When set, every route except ``/health``, ``/ready`` and ``/metrics``
+        needs ``Authorization: Bearer <api_key>``.
+    cors_origins : list of str
+        Origins allowed by CORS; ``PICK_CORS_ORIGINS`` is comma-separated
+        (or a JSON list). Empty: no CORS headers.
+    log_level : str
+        uvicorn's and the service's log level.
+    access_log : bool
+        uvicorn's line per request; off by default (``/metrics`` counts
+        requests, and the line costs more than a pick).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="PICK_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    data_dir: Path = Path("./data")
+    workers: int = Field(1, ge=1)
+    max_upload_mb: float = Field(200.0, gt=0)
+    max_rays: int = Field(4_000_000, ge=1)
+    api_key: SecretStr | None = None
+    cors_origins: Annotated[list[str], NoDecode] = []
+    log_level: str = "info"
+    access_log: bool = False
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value):
+        # An environment variable is one string: accept "a,b" as well as a JSON list.
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [origin.strip() for origin in text.split(",") if origin.strip()]
+        return value
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _empty_key_is_no_key(cls, value):
+        # PICK_API_KEY= (set but empty) must not mean "the key is the empty string".
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process's settings, read from the environment once."""
+    return Settings()

@@ -1,0 +1,58 @@
+"""Fixtures of the service tests (``tests/test_service_*.py``)."""
+
+import time
+import warnings
+
+import pytest
+
+with warnings.catch_warnings():
+    # Starlette suggests another HTTP client package for its TestClient; httpx is what this project installs.
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+#: One triangle in the z = 0 plane: exact answers for picks.
+TRIANGLE = {"vertices": [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], "faces": [[0, 1, 2]]}
+
+
+def wait_until_ready(client: TestClient, timeout: float = 600.0) -> None:
+    # Start-up opens the saved scenes and loads the kernels on a worker thread;
+    # the first run after a change to bvh/ compiles them, which takes minutes.
+    deadline = time.monotonic() + timeout
+    while client.get("/ready").status_code != 200:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the service did not become ready")
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def make_client(tmp_path):
+    """``make_client(**settings)``: a ready TestClient on a fresh app (data in ``tmp_path``)."""
+    from service.app import create_app
+    from service.settings import Settings
+
+    clients = []
+
+    def make(**overrides) -> TestClient:
+        overrides.setdefault("data_dir", tmp_path / "data")
+        client = TestClient(create_app(Settings(**overrides)))
+        client.__enter__()
+        clients.append(client)
+        wait_until_ready(client)
+        return client
+
+    yield make
+    for client in reversed(clients):
+        client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def client(make_client) -> TestClient:
+    return make_client()
+
+
+@pytest.fixture
+def triangle_scene(client) -> str:
+    """Id of a scene holding :data:`TRIANGLE` as object 0, named "tri"."""
+    response = client.post("/scenes", json={"name": "one triangle", "meshes": [{"name": "tri", **TRIANGLE}]})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]

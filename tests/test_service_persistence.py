@@ -1,0 +1,174 @@
+"""Persistence: a real ``python -m service`` killed with SIGKILL keeps every answered change;
+damaged scene directories are skipped; several workers on one data directory see each other's changes."""
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+import sample_meshes
+from service.store import SceneStore
+from tests.conftest import TRIANGLE
+
+ROOT = Path(__file__).resolve().parents[1]
+MOVE = [[1, 0, 0, 3], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_server(data_dir: Path, port: int, workers: int = 1) -> subprocess.Popen:
+    env = dict(os.environ, PICK_DATA_DIR=str(data_dir), PICK_PORT=str(port), PICK_HOST="127.0.0.1",
+               PICK_LOG_LEVEL="warning", PICK_WORKERS=str(workers))
+    env.pop("PICK_API_KEY", None)
+    log = open(data_dir / f"server-{port}.log", "ab")
+    process = subprocess.Popen([sys.executable, "-m", "service"], cwd=ROOT, env=env, stdout=log, stderr=log)
+    log.close()
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        assert process.poll() is None, (data_dir / f"server-{port}.log").read_text()
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    process.kill()
+    raise TimeoutError("python -m service did not become ready")
+
+
+def test_changes_survive_kill_9(tmp_path):
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = start_server(tmp_path, port)
+    try:
+        with open(sample_meshes.path("torus.ply"), "rb") as stream:
+            created = httpx.post(f"{base}/scenes", files={"file": ("torus.ply", stream)}, data={"name": "ring"})
+        assert created.status_code == 201, created.text
+        scene = created.json()
+        scene_id = scene["id"]
+        assert httpx.patch(f"{base}/scenes/{scene_id}/objects/0", json={"transform": MOVE, "name": "moved"}
+                           ).status_code == 200
+        added = httpx.post(f"{base}/scenes/{scene_id}/objects", json={"shape": "sphere", "radius": 0.25})
+        assert added.status_code == 201
+        second = httpx.post(f"{base}/scenes", json={"meshes": [TRIANGLE]}).json()["id"]
+        assert httpx.delete(f"{base}/scenes/{second}").status_code == 204
+        before = httpx.get(f"{base}/scenes/{scene_id}").json()
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+    process = start_server(tmp_path, port)
+    try:
+        after = httpx.get(f"{base}/scenes/{scene_id}").json()
+        assert after == before
+        assert [o["name"] for o in after["objects"]] == ["moved", None]
+        assert httpx.get(f"{base}/scenes/{second}").status_code == 404
+        assert [s["id"] for s in httpx.get(f"{base}/scenes").json()["scenes"]] == [scene_id]
+        hit = httpx.post(f"{base}/scenes/{scene_id}/pick", json={"origin": [4.0, 0, 5], "direction": [0, 0, -1]})
+        assert hit.json()["object"]["name"] == "moved"
+        # An edit of a scene that was opened from disk (memory-mapped) is saved too.
+        assert httpx.delete(f"{base}/scenes/{scene_id}/objects/1").status_code == 204
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+    process = start_server(tmp_path, port)
+    try:
+        assert [o["id"] for o in httpx.get(f"{base}/scenes/{scene_id}").json()["objects"]] == [0]
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+
+def test_damaged_scene_directories_are_skipped_with_a_log_line(make_client, tmp_path, caplog):
+    data = tmp_path / "data"
+    client = make_client()
+    kept = client.post("/scenes", json={"name": "kept", "meshes": [TRIANGLE]}).json()["id"]
+    broken = client.post("/scenes", json={"name": "broken", "meshes": [TRIANGLE]}).json()["id"]
+    no_metadata = client.post("/scenes", json={"name": "no metadata", "meshes": [TRIANGLE]}).json()["id"]
+    manifest = data / "scenes" / broken / "scene" / "manifest.json"
+    manifest.write_text(manifest.read_text()[:40])
+    (data / "scenes" / no_metadata / "service.json").unlink()
+    (data / "scenes" / "not-a-scene-id").mkdir()
+    leftover = data / "staging" / "999999999-0123"
+    leftover.mkdir()
+
+    with caplog.at_level(logging.INFO, logger="service"):
+        restarted = make_client()
+    assert [s["id"] for s in restarted.get("/scenes").json()["scenes"]] == [kept]
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("skipping damaged scene directory" in m and broken in m for m in messages), messages
+    assert any(no_metadata in m and "service.json" in m for m in messages), messages
+    assert not leftover.exists()
+    assert restarted.get(f"/scenes/{broken}").status_code == 404
+
+
+def test_workers_see_each_others_changes(make_client):
+    # Two apps on one data directory, as two uvicorn workers would be.
+    first, second = make_client(), make_client()
+    scene_id = first.post("/scenes", json={"meshes": [{"name": "tri", **TRIANGLE}]}).json()["id"]
+    assert second.get(f"/scenes/{scene_id}").json()["objects"][0]["name"] == "tri"
+    assert [s["id"] for s in second.get("/scenes").json()["scenes"]] == [scene_id]
+
+    assert first.patch(f"/scenes/{scene_id}/objects/0", json={"transform": MOVE}).status_code == 200
+    hit = second.post(f"/scenes/{scene_id}/pick", json={"origin": [3.2, 0.2, 1], "direction": [0, 0, -1]}).json()
+    assert hit["hit"] and hit["nearest_vertex"]["point"] == pytest.approx([3, 0, 0])
+
+    # Edits from both sides land on the newest state: neither loses the other's.
+    assert second.patch(f"/scenes/{scene_id}/objects/0", json={"name": "renamed"}).status_code == 200
+    added = first.post(f"/scenes/{scene_id}/objects", json={"mesh": 0}).json()["objects"][0]["id"]
+    objects = {o["id"]: o for o in second.get(f"/scenes/{scene_id}").json()["objects"]}
+    assert objects[0]["name"] == "renamed" and objects[0]["transform"][0][3] == 3.0 and added in objects
+
+    assert first.delete(f"/scenes/{scene_id}").status_code == 204
+    assert second.get(f"/scenes/{scene_id}").status_code == 404
+    assert second.post(f"/scenes/{scene_id}/pick", json={"origin": [0, 0, 1], "direction": [0, 0, -1]}
+                       ).status_code == 404
+
+
+def test_a_crash_while_creating_leaves_no_scene(tmp_path):
+    store = SceneStore(tmp_path)
+    store.open_all()
+
+    class Unsaveable:
+        def save(self, directory):
+            Path(directory).mkdir()
+            (Path(directory) / "half.npy").write_bytes(b"half")
+            raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        store.create(Unsaveable(), "never", 0.0)
+    assert list((tmp_path / "scenes").iterdir()) == [] and list((tmp_path / "staging").iterdir()) == []
+
+
+def test_two_worker_processes_answer_alike(tmp_path):
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = start_server(tmp_path, port, workers=2)
+    try:
+        scene_id = httpx.post(f"{base}/scenes", json={"meshes": [TRIANGLE]}).json()["id"]
+        for step in range(1, 9):
+            # A new connection each time: the kernel hands it to either worker.
+            moved = httpx.patch(f"{base}/scenes/{scene_id}/objects/0",
+                                json={"transform": [[1, 0, 0, step], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]})
+            assert moved.status_code == 200
+            hit = httpx.post(f"{base}/scenes/{scene_id}/pick",
+                             json={"origin": [step + 0.2, 0.2, 1], "direction": [0, 0, -1]}).json()
+            assert hit["hit"] and hit["point"][0] == pytest.approx(step + 0.2), (step, hit)
+        assert httpx.delete(f"{base}/scenes/{scene_id}").status_code == 204
+        for _ in range(4):
+            assert httpx.get(f"{base}/scenes/{scene_id}").status_code == 404
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
