@@ -1,0 +1,73 @@
+# The picking service in a container.
+#
+#   docker build -t bvh-pick .
+#   docker run --rm -p 8000:8000 -v bvh-pick-data:/data bvh-pick
+#   curl localhost:8000/health
+#
+# or `docker compose up --build` (compose.yaml). Saved scenes live in the
+# /data volume; PICK_* variables configure the service (see service/settings.py),
+# e.g. -e PICK_API_KEY=... or -e PICK_WORKERS=4.
+#
+# tests/test_dockerfile.py runs this file's install and start commands in a
+# fresh virtualenv (no Docker engine needed): keep RUN steps to plain
+# `cmd && cmd` chains, and absolute paths under the directories named in
+# WORKDIR, COPY and ENV.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+RUN groupadd --system --gid 10001 pick \
+ && useradd --system --uid 10001 --gid pick --create-home --home-dir /home/pick --shell /usr/sbin/nologin pick
+
+WORKDIR /build
+
+# Dependencies first, from pyproject.toml alone: this layer is rebuilt only
+# when pyproject.toml changes, not on every change to the source. The
+# packages are empty stand-ins here, and the project itself is uninstalled
+# again, leaving only its dependencies.
+COPY pyproject.toml ./
+RUN mkdir -p bvh service sample_meshes \
+ && touch README.md bvh/__init__.py service/__init__.py sample_meshes/__init__.py \
+ && pip install . \
+ && pip uninstall --yes bvh-pick \
+ && rm -rf bvh service sample_meshes build README.md bvh_pick.egg-info
+
+# The project itself, without touching the dependencies.
+COPY pyproject.toml README.md ./
+COPY bvh ./bvh
+COPY service ./service
+COPY sample_meshes ./sample_meshes
+RUN pip install --no-deps . \
+ && rm -rf /build/bvh /build/service /build/sample_meshes /build/build /build/bvh_pick.egg-info
+
+ENV PICK_HOST=0.0.0.0 \
+    PICK_PORT=8000 \
+    PICK_DATA_DIR=/data \
+    NUMBA_CACHE_DIR=/opt/bvh-pick/numba-cache
+
+RUN mkdir -p "$PICK_DATA_DIR" "$NUMBA_CACHE_DIR" \
+ && chown pick:pick "$PICK_DATA_DIR" "$NUMBA_CACHE_DIR"
+COPY docker/warmup.py /opt/bvh-pick/warmup.py
+
+# By number, so that Kubernetes' runAsNonRoot can tell it is not root.
+USER 10001:10001
+WORKDIR /home/pick
+
+# numba's kernels compiled now, as the service's user, into NUMBA_CACHE_DIR,
+# so that a container answers within seconds of starting; the second run
+# fails the build unless every kernel now loads from that cache. They are
+# compiled for the build machine's CPU: on another CPU model numba compiles
+# them again on first use (the cache stays writable), once per container.
+RUN python /opt/bvh-pick/warmup.py \
+ && python /opt/bvh-pick/warmup.py --require-cached
+
+VOLUME /data
+EXPOSE 8000
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/health' % os.environ.get('PICK_PORT', '8000'), timeout=4)"]
+
+CMD ["python", "-m", "service"]
