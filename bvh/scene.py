@@ -548,21 +548,24 @@ class Scene:
             if self._snap is None:
                 n = self._count
                 pack = self._committed_pack()
-                starts = np.zeros(n, np.int32)
-                parts = []
-                offset = 0
-                for oid in range(n):
-                    data = self._shape_data[oid]
-                    if data is not None:
-                        starts[oid] = offset
-                        parts.append(data)
-                        offset += data.shape[0]
-                shape_data = np.concatenate(parts) if parts else np.zeros(1)
+                starts, _, shape_data = self._shape_table()
+                # Kernels index shape_data even when no object is a shape.
+                shape_data = shape_data if shape_data.size else np.zeros(1)
                 self._snap = _Snapshot(pack, self._kind[:n].copy(), self._mesh_of[:n].copy(),
                                        self._transform[:n].copy(), self._inverse[:n].copy(), self._mask[:n].copy(),
-                                       self._pickable[:n].copy(), self._bounds[:n].copy(), starts,
-                                       shape_data.astype(np.float64))
+                                       self._pickable[:n].copy(), self._bounds[:n].copy(), starts.astype(np.int32),
+                                       shape_data)
             return self._snap
+
+    def _shape_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every shape's parameters in one array: ``(start (O,) int64, length
+        (O,) int64, data (S,) float64)``, zero lengths for meshes and removed
+        objects."""
+        lengths = np.array([0 if data is None else data.shape[0] for data in self._shape_data[:self._count]],
+                           np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if lengths.size else lengths
+        parts = [data for data in self._shape_data[:self._count] if data is not None]
+        return starts, lengths, np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)
 
     def _query_ids(self, snap: _Snapshot, name: str, ids) -> np.ndarray:
         try:
@@ -819,22 +822,12 @@ class Scene:
         with self._lock:
             pack = self._committed_pack()
             n = self._count
-            starts = np.zeros(n, np.int64)
-            lengths = np.zeros(n, np.int64)
-            parts = []
-            offset = 0
-            for oid in range(n):
-                data = self._shape_data[oid]
-                if data is not None:
-                    starts[oid] = offset
-                    lengths[oid] = data.shape[0]
-                    parts.append(data)
-                    offset += data.shape[0]
+            starts, lengths, shape_data = self._shape_table()
             arrays = {name: getattr(pack, name) for name in ARRAY_NAMES}
             arrays.update(object_kind=self._kind[:n], object_mesh=self._mesh_of[:n],
                           object_transform=self._transform[:n], object_mask=self._mask[:n],
                           object_pickable=self._pickable[:n], shape_start=starts,
-                          shape_data=np.concatenate(parts) if parts else np.zeros(0))
+                          shape_data=shape_data)
             tokens = {name: self._pack_token for name in ARRAY_NAMES}
             tokens.update({name: self._objects_token for name in _OBJECT_ARRAYS})
             metadata = {
