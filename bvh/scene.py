@@ -30,7 +30,7 @@ from .config import BuildConfig
 from .hits import SceneAllHits, SceneHits, Selection
 from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, freeze
 from .node_layout import pack_nodes
-from .shapes import KIND_CODES, KIND_NAMES, MESH, REMOVED, make_shape
+from .shapes import KIND_NAMES, MESH, REMOVED, make_shape
 from .validation import MAX_MESH_EXTENT, check_mesh, check_rays, check_window, real_array
 
 #: Batches up to this size run on the calling thread: waking the thread pool
