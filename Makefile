@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+# A first start in ./data creates the sample scenes (PICK_SAMPLE_SCENES).
 serve: $(STAMP)
-	$(PY) -m service
+	PICK_SAMPLE_SCENES=$${PICK_SAMPLE_SCENES:-true} $(PY) -m service
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'

@@ -5,12 +5,16 @@ import sys
 
 import uvicorn
 
+from .samples import create_sample_scenes
 from .settings import get_settings
 
 
 def main() -> int:
     settings = get_settings()
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if settings.sample_scenes:
+        # Before uvicorn starts: the workers then open the samples like any saved scene.
+        create_sample_scenes(settings.data_dir)
     # An import string and a factory: each worker process (PICK_WORKERS) builds its own app.
     uvicorn.run("service.app:create_app", factory=True, host=settings.host, port=settings.port,
                 workers=settings.workers, log_level=settings.log_level, access_log=settings.access_log)

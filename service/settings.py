@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     access_log : bool
         uvicorn's line per request; off by default (``/metrics`` counts
         requests, and the line costs more than a pick).
+    sample_scenes : bool
+        ``python -m service`` creates the scenes of ``sample_meshes`` on the
+        first start in ``data_dir`` (``make serve`` sets it), so a newcomer
+        can pick at once; a marker file keeps them from coming back once deleted.
     """
 
     model_config = SettingsConfigDict(env_prefix="PICK_", extra="ignore")
@@ -52,6 +56,7 @@ class Settings(BaseSettings):
     cors_origins: Annotated[list[str], NoDecode] = []
     log_level: str = "info"
     access_log: bool = False
+    sample_scenes: bool = False
 
     @field_validator("cors_origins", mode="before")
     @classmethod
