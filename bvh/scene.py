@@ -132,6 +132,8 @@ class _Snapshot:
                        _frozen(shape_start), _frozen(shape_data), pack.mesh_scale)
 
     def with_enabled(self, enabled: np.ndarray) -> tuple:
+        if enabled is self.enabled:
+            return self.arrays
         return self.arrays[:3] + (enabled,) + self.arrays[4:]
 
 
@@ -626,26 +628,24 @@ class Scene:
         if not snap.traceable:
             misses = _scene_misses(n)
             return SceneHits(*misses[:8], misses[7].copy(), np.full((n, 2), np.nan), misses[8])
-        # The kernel writes every output of every ray, misses included.
-        out_object = np.empty(n, np.int64)
-        out_mesh = np.empty(n, np.int64)
-        out_triangle = np.empty(n, np.int64)
-        t = np.empty(n)
-        u = np.empty(n)
-        v = np.empty(n)
-        point = np.empty((n, 3))
-        normal = np.empty((n, 3))
+        # The kernel writes every output of every ray, misses included. Rows
+        # of one allocation per dtype: for a click's single ray, allocations
+        # cost as much as the traversal.
+        out_object, out_mesh, out_triangle = np.empty((3, n), np.int64)
+        t, u, v = np.empty((3, n))
+        point, normal = np.empty((2, n, 3))
         front_face = np.empty(n, np.bool_)
-        hit_object = np.empty(n, np.int32)
-        hit_row = np.empty(n, np.int32)
-        hit_t = np.empty(n)
-        hit_u = np.empty(n)
-        hit_v = np.empty(n)
-        hit_normal = np.empty((n, 3))
-        kernel = scene_kernels.closest_hits_serial if n <= SERIAL_BATCH else scene_kernels.closest_hits_parallel
-        kernel(snap.with_enabled(enabled), origins, directions, tmin, min(tmax, FAR), bool(cull_backfaces),
-               hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v,
-               point, normal, front_face)
+        scene = snap.with_enabled(enabled)
+        tmax = min(tmax, FAR)
+        cull_backfaces = bool(cull_backfaces)
+        if n <= SERIAL_BATCH:
+            scene_kernels.closest_hits_serial(scene, origins, directions, tmin, tmax, cull_backfaces, out_object,
+                                              out_mesh, out_triangle, t, u, v, point, normal, front_face)
+        else:
+            scene_kernels.closest_hits_parallel(scene, origins, directions, tmin, tmax, cull_backfaces,
+                                                np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n),
+                                                np.empty(n), np.empty(n), np.empty((n, 3)), out_object, out_mesh,
+                                                out_triangle, t, u, v, point, normal, front_face)
         shading_normal, uv = self._interpolate(snap, out_object, out_mesh, out_triangle, u, v, normal)
         return SceneHits(out_object, out_mesh, out_triangle, t, u, v, point, normal, shading_normal, uv, front_face)
 

@@ -203,10 +203,15 @@ def _closest_block(scene, origins, directions, tmin, tmax, cull, start, end, hit
 
 
 @jit
-def closest_hits_serial(scene, origins, directions, tmin, tmax, cull, hit_object, hit_row, hit_t, hit_u, hit_v,
-                        hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face):
-    _closest_block(scene, origins, directions, tmin, tmax, cull, 0, origins.shape[0], hit_object, hit_row, hit_t,
-                   hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face)
+def closest_hits_serial(scene, origins, directions, tmin, tmax, cull, out_object, out_mesh, out_triangle, t, u, v,
+                        point, normal, front_face):
+    # The raw-hit scratch is allocated here, not by the caller: for the few
+    # rays of a click, each array passed in costs more in numba's argument
+    # dispatch and numpy's allocation than the kernel's own allocation.
+    n = origins.shape[0]
+    _closest_block(scene, origins, directions, tmin, tmax, cull, 0, n, np.empty(n, np.int32),
+                   np.empty(n, np.int32), np.empty(n), np.empty(n), np.empty(n), np.empty((n, 3)),
+                   out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face)
 
 
 @jit_parallel

@@ -108,7 +108,7 @@ def validation_error(error: ValidationError, union_tags: frozenset = frozenset()
     return ClientError(422, describe_validation_errors(error.errors(include_url=False), union_tags))
 
 
-async def _http_error(request: Request, error: StarletteHTTPException):
+async def http_error(request: Request, error: StarletteHTTPException):
     return JSONBytes({"detail": error.detail}, status_code=error.status_code, headers=getattr(error, "headers", None))
 
 
@@ -123,6 +123,6 @@ async def _unexpected_error(request: Request, error: Exception):
 
 def install_error_handlers(app: FastAPI) -> None:
     """JSON errors everywhere, readable 422s, and a logged 500 for the unexpected."""
-    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, _request_validation_error)
     app.add_exception_handler(Exception, _unexpected_error)

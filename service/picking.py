@@ -87,18 +87,26 @@ def _nearest_on_triangle(world: list, point: list) -> tuple[int, int]:
     # Products, not ** 2: a float power raises OverflowError on a huge scene,
     # a product becomes inf.
     px, py, pz = point
-    corner_distances = [(x - px) * (x - px) + (y - py) * (y - py) + (z - pz) * (z - pz) for x, y, z in world]
-    corner = corner_distances.index(min(corner_distances))
-    edge_distances = []
-    for a, b in EDGE_CORNERS:
-        ax, ay, az = world[a]
-        ex, ey, ez = world[b][0] - ax, world[b][1] - ay, world[b][2] - az
+    (ax, ay, az), (bx, by, bz), (cx, cy, cz) = world
+    a2 = (ax - px) * (ax - px) + (ay - py) * (ay - py) + (az - pz) * (az - pz)
+    b2 = (bx - px) * (bx - px) + (by - py) * (by - py) + (bz - pz) * (bz - pz)
+    c2 = (cx - px) * (cx - px) + (cy - py) * (cy - py) + (cz - pz) * (cz - pz)
+    corner = (0 if a2 <= c2 else 2) if a2 <= b2 else (1 if b2 <= c2 else 2)
+    best_edge = 0
+    best = None
+    for edge, ((sx, sy, sz), (ex, ey, ez)) in enumerate(((world[0], world[1]), (world[1], world[2]),
+                                                         (world[2], world[0]))):
+        ex -= sx
+        ey -= sy
+        ez -= sz
         length2 = ex * ex + ey * ey + ez * ez
-        s = ((px - ax) * ex + (py - ay) * ey + (pz - az) * ez) / length2 if length2 > 0.0 else 0.0
-        s = min(max(s, 0.0), 1.0)
-        gx, gy, gz = ax + s * ex - px, ay + s * ey - py, az + s * ez - pz
-        edge_distances.append(gx * gx + gy * gy + gz * gz)
-    return corner, edge_distances.index(min(edge_distances))
+        s = ((px - sx) * ex + (py - sy) * ey + (pz - sz) * ez) / length2 if length2 > 0.0 else 0.0
+        s = 0.0 if s < 0.0 else (1.0 if s > 1.0 else s)
+        gx, gy, gz = sx + s * ex - px, sy + s * ey - py, sz + s * ez - pz
+        gap = gx * gx + gy * gy + gz * gz
+        if best is None or gap < best:
+            best, best_edge = gap, edge
+    return corner, best_edge
 
 
 def single_result(stored: StoredScene, view: SceneView, hits, speed: float) -> dict:
@@ -107,12 +115,12 @@ def single_result(stored: StoredScene, view: SceneView, hits, speed: float) -> d
     For one ray, numpy's per-call cost dominates; this is about ten times
     faster, which matters at mouse-hover rates.
     """
-    oid = int(hits.object[0])
+    oid = hits.object.item(0)
     if oid < 0:
         return {"hit": False}
     info = view.objects.get(oid)
-    mesh = int(hits.mesh[0])
-    t = float(hits.t[0])
+    mesh = hits.mesh.item(0)
+    t = hits.t.item(0)
     point = hits.point[0].tolist()
     uv = hits.uv[0].tolist()
     result = {
@@ -127,25 +135,30 @@ def single_result(stored: StoredScene, view: SceneView, hits, speed: float) -> d
         "normal": hits.normal[0].tolist(),
         "shading_normal": hits.shading_normal[0].tolist(),
         "uv": None if uv[0] != uv[0] else uv,
-        "front_face": bool(hits.front_face[0]),
+        "front_face": hits.front_face.item(0),
         "nearest_vertex": None,
         "nearest_edge": None,
     }
     if mesh < 0:
         return result
-    triangle = int(hits.triangle[0])
-    u = float(hits.u[0])
-    v = float(hits.v[0])
+    triangle = hits.triangle.item(0)
+    u = hits.u.item(0)
+    v = hits.v.item(0)
     vertices, faces = stored.mesh_arrays[mesh]
     corners = faces[triangle].tolist()
-    (r0, r1, r2, _) = view.transform_rows[oid]
-    world = [[r0[0] * x + r0[1] * y + r0[2] * z + r0[3], r1[0] * x + r1[1] * y + r1[2] * z + r1[3],
-              r2[0] * x + r2[1] * y + r2[2] * z + r2[3]] for x, y, z in vertices[corners].tolist()]
+    (r00, r01, r02, r03), (r10, r11, r12, r13), (r20, r21, r22, r23), _ = view.transform_rows[oid]
+    world = []
+    for corner in corners:
+        x, y, z = vertices[corner].tolist()
+        world.append([r00 * x + r01 * y + r02 * z + r03, r10 * x + r11 * y + r12 * z + r13,
+                      r20 * x + r21 * y + r22 * z + r23])
     corner, edge = _nearest_on_triangle(world, point)
     a, b = EDGE_CORNERS[edge]
-    result.update(mesh=mesh, triangle=triangle, barycentric=[1.0 - u - v, u, v],
-                  nearest_vertex={"index": corners[corner], "point": world[corner]},
-                  nearest_edge=[corners[a], corners[b]])
+    result["mesh"] = mesh
+    result["triangle"] = triangle
+    result["barycentric"] = [1.0 - u - v, u, v]
+    result["nearest_vertex"] = {"index": corners[corner], "point": world[corner]}
+    result["nearest_edge"] = [corners[a], corners[b]]
     return result
 
 

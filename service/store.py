@@ -7,6 +7,7 @@ Layout of the data directory::
     scenes/<id>/edit.lock      advisory lock: one editor at a time, across processes
     staging/<pid>-<id>/        a new scene being written; renamed into scenes/ whole
     trash/<id>-<random>/       a deleted scene, renamed out of scenes/ whole
+    changes                    8 bytes, rewritten after every change (see ChangeToken)
 
 Crash safety: a new scene is written completely under ``staging/`` and then
 renamed into ``scenes/`` (one atomic rename, then an fsync of ``scenes/``),
@@ -20,11 +21,15 @@ against that pattern before it is used in any path.
 
 Several worker processes (``PICK_WORKERS``) share one data directory. Each
 opens the scenes by memory map (the page cache holds one copy of the mesh
-arrays for all) and notices the others' changes on each request with one
-``stat`` of the scene's manifest: ``Scene.save`` replaces ``manifest.json`` by
-rename, so its inode changes with every save; a different inode (or mtime, or
-size) means "reopen", a missing directory means "deleted", and an id that is
-not in memory is looked up on disk. Edits hold ``edit.lock`` (``flock``) while
+arrays for all) and notices the others' changes with a ``stat`` of the
+scene's manifest: ``Scene.save`` replaces ``manifest.json`` by rename, so its
+inode changes with every save; a different inode (or mtime, or size) means
+"reopen", a missing directory means "deleted", and an id that is not in
+memory is looked up on disk. The ``stat`` costs more than a pick's other
+bookkeeping, so a request makes it only when the shared change token
+(:class:`ChangeToken`, ``changes`` in the data directory) has changed since
+the scene was last checked, or that check is older than
+:data:`RECHECK_SECONDS`. Edits hold ``edit.lock`` (``flock``) while
 they reload a stale scene, change it and save it, so two workers never lose
 each other's edits.
 
@@ -40,10 +45,12 @@ import contextlib
 import errno
 import json
 import logging
+import mmap
 import os
 import re
 import shutil
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -72,6 +79,13 @@ MANIFEST = "manifest.json"
 #: A query retried this often when edits keep landing while it runs, then it
 #: is answered from the last attempt's consistent re-read.
 CONSISTENT_ATTEMPTS = 8
+
+#: A scene in memory is checked against its manifest at least this often even
+#: when the change token stayed the same: a process killed between a save and
+#: its new token must not leave the other workers stale for ever.
+RECHECK_SECONDS = 1.0
+
+CHANGE_TOKEN_FILE = "changes"
 
 Result = TypeVar("Result")
 
@@ -132,7 +146,10 @@ class StoredScene:
     mesh_arrays : dict of int to (vertices (V, 3), faces (F, 3))
         Each mesh's arrays, fetched once: a mesh never changes after it is added.
     manifest : str
-        Path of the saved manifest, stat'ed on each request.
+        Path of the saved manifest, stat'ed to notice other processes' saves.
+    checked_token, recheck_at : int or None, float
+        The change token when the manifest was last found unchanged, and the
+        ``time.monotonic()`` after which it is stat'ed again regardless.
     """
 
     id: str
@@ -145,6 +162,8 @@ class StoredScene:
     view: SceneView | None = None
     mesh_arrays: dict = field(default_factory=dict)
     manifest: str = ""
+    checked_token: int | None = None
+    recheck_at: float = 0.0
 
     def __post_init__(self):
         self.manifest = _manifest_path(self.directory)
@@ -237,6 +256,39 @@ def _file_lock(path: Path):
         os.close(descriptor)
 
 
+class ChangeToken:
+    """Eight bytes in ``<data_dir>/changes``, memory-mapped by every process of
+    the data directory and set to a new random value after each change.
+
+    A random value rather than a counter: two processes writing at once
+    cannot both write the value a reader saw last. An aligned 8-byte store
+    and load are single instructions, so a reader never sees half a token.
+    Where the file cannot be mapped, :meth:`read` returns None and every
+    request checks the manifest, as if the token had changed.
+    """
+
+    def __init__(self, path: Path):
+        self._token = None
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                if os.fstat(descriptor).st_size < 8:
+                    os.ftruncate(descriptor, 8)
+                self._token = np.frombuffer(mmap.mmap(descriptor, 8), np.uint64)
+            finally:
+                os.close(descriptor)
+        except (OSError, ValueError) as error:
+            log.warning("change token %s unavailable (%s): every request will stat its scene", path, error)
+
+    def read(self) -> int | None:
+        return None if self._token is None else int(self._token[0])
+
+    def announce(self) -> None:
+        """Tell every process of the data directory that something changed (call after the change)."""
+        if self._token is not None:
+            self._token[0] = int.from_bytes(os.urandom(8), "little")
+
+
 class SceneStore:
     """Every scene of one data directory, in memory and on disk.
 
@@ -256,6 +308,7 @@ class SceneStore:
         self._scenes: dict[str, StoredScene] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self.changes = ChangeToken(self.data_dir / CHANGE_TOKEN_FILE)
         #: Set once start-up has opened the saved scenes (see ``service.app``).
         self.ready = False
 
@@ -333,10 +386,19 @@ class SceneStore:
             raise SceneNotFound(scene_id)
         stored = self._scenes.get(scene_id)
         if stored is not None:
+            # The token is read before the stat: a change that lands after
+            # this read sets a new token, which the next request notices.
+            token = self.changes.read()
+            now = time.monotonic()
+            if token is not None and token == stored.checked_token and now < stored.recheck_at:
+                return stored
             try:
-                if _manifest_signature(stored.manifest) == stored.signature or self._lock_for(scene_id).locked():
-                    # Unchanged on disk, or this process is changing it right
-                    # now (its copy in memory is the newest).
+                if _manifest_signature(stored.manifest) == stored.signature:
+                    stored.checked_token = token
+                    stored.recheck_at = now + RECHECK_SECONDS
+                    return stored
+                if self._lock_for(scene_id).locked():
+                    # This process is changing it right now: its copy in memory is the newest.
                     return stored
             except FileNotFoundError:
                 self._scenes.pop(scene_id, None)
@@ -401,6 +463,7 @@ class SceneStore:
             _fsync_directory(staging)
             os.rename(staging, directory)
             _fsync_directory(self.scenes_dir)
+            self.changes.announce()
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -453,6 +516,7 @@ class SceneStore:
                     # Scene.save below holds the scene's lock while it writes.
                     _build_snapshot(scene)
                     scene.save(stored.directory / SCENE_DIR)
+                    self.changes.announce()
                 except BaseException:
                     # Back to the last save: a refused or failed edit leaves nothing behind.
                     self._scenes[scene_id] = self._open_changed(scene_id)
@@ -488,6 +552,7 @@ class SceneStore:
                 except FileNotFoundError:
                     raise SceneNotFound(scene_id) from None
                 _fsync_directory(self.scenes_dir)
+                self.changes.announce()
             self._scenes.pop(scene_id, None)
         # Memory maps of the deleted files stay valid for queries still running.
         shutil.rmtree(trash, ignore_errors=True)

@@ -11,9 +11,12 @@ import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
+import bvh
 import sample_meshes
+from service import store as store_module
 from service.store import SceneStore
 from tests.conftest import TRIANGLE
 
@@ -135,6 +138,29 @@ def test_workers_see_each_others_changes(make_client):
     assert second.get(f"/scenes/{scene_id}").status_code == 404
     assert second.post(f"/scenes/{scene_id}/pick", json={"origin": [0, 0, 1], "direction": [0, 0, -1]}
                        ).status_code == 404
+
+
+def test_a_save_without_its_change_token_is_still_seen_after_the_recheck_interval(tmp_path, monkeypatch):
+    # A process killed between its save and its new change token: the others
+    # skip the manifest's stat while the token stands, but only for RECHECK_SECONDS.
+    monkeypatch.setattr(store_module, "RECHECK_SECONDS", 0.2)
+    reader, writer = SceneStore(tmp_path), SceneStore(tmp_path)
+    scene = bvh.Scene()
+    scene.add_instance(scene.add_mesh(np.array(TRIANGLE["vertices"], float), np.array(TRIANGLE["faces"])), name="a")
+    scene_id = writer.create(scene, "s", 0.0).id
+    assert reader.get(scene_id).view.objects[0].name == "a"
+    assert reader.get(scene_id).view.objects[0].name == "a"
+
+    monkeypatch.setattr(writer.changes, "announce", lambda: None)
+    writer.edit(scene_id, lambda target: target.set_name(0, "b"))
+    assert reader.get(scene_id).view.objects[0].name == "a"
+    time.sleep(0.25)
+    assert reader.get(scene_id).view.objects[0].name == "b"
+
+    # With its token, a change is seen at once.
+    monkeypatch.undo()
+    writer.edit(scene_id, lambda target: target.set_name(0, "c"))
+    assert reader.get(scene_id).view.objects[0].name == "c"
 
 
 def test_a_crash_while_creating_leaves_no_scene(tmp_path):

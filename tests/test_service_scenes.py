@@ -64,7 +64,7 @@ def test_unknown_or_malformed_scene_ids_are_404(client, scene_id, tmp_path):
         response = client.request(method, f"/scenes/{scene_id}{path}", json={})
         assert response.status_code == 404, (method, path, response.text)
         assert response.json()["detail"].startswith(("no scene", "Not Found"))
-    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["scenes", "staging", "trash"]
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["changes", "scenes", "staging", "trash"]
 
 
 @pytest.mark.parametrize("filename,content_type,expected", [
