@@ -16,12 +16,13 @@ from starlette.concurrency import run_in_threadpool
 
 import bvh
 
-from .errors import install_error_handlers
+from .direct_route import DirectRoutes
+from .errors import http_error, install_error_handlers
 from .metrics import Metrics
 from .middleware import ApiKeyAuth, BodyLimit, RequestMetrics
 from .openapi import install_schemas
 from .responses import JSONBytes
-from .routes import health, objects, picks, scenes, select
+from .routes import health, objects, picks, render, scenes, select, viewer
 from .settings import Settings, get_settings
 from .store import SceneStore
 
@@ -85,10 +86,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
 
     # The pick routes first: the router tries routes in order, and these are the hot ones.
-    for router in (picks.direct_router, picks.router, health.router, select.router, scenes.router, objects.router):
+    for router in (picks.direct_router, picks.router, health.router, select.router, render.router, scenes.router,
+                   objects.router, viewer.router):
         app.include_router(router)
 
     # add_middleware wraps what is there: the last added runs first.
+    app.add_middleware(DirectRoutes, routes=picks.direct_router.routes,
+                       http_error=http_error)
     app.add_middleware(BodyLimit, limit_mb=settings.max_upload_mb)
     if settings.api_key is not None:
         app.add_middleware(ApiKeyAuth, api_key=settings.api_key.get_secret_value())

@@ -8,6 +8,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import ClientError
 from .metrics import Metrics
+from .routes.viewer import VIEWER_PATHS
 from .settings import MEGABYTE
 
 
@@ -93,8 +94,10 @@ class RequestMetrics:
             self.metrics.observe(scope["method"], template, status, time.perf_counter() - start)
 
 
-#: Routes that answer without the API key: probes, metrics and the API's own documentation.
-OPEN_PATHS = frozenset({"/health", "/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+#: Routes that answer without the API key: probes, metrics, the API's own documentation, and the
+#: viewer's static page (it holds no data; it asks for the key before it calls the API).
+OPEN_PATHS = frozenset({"/health", "/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json",
+                        *VIEWER_PATHS})
 
 
 class ApiKeyAuth:

@@ -1,1 +1,2 @@
-"""One router per resource: scenes, objects, picks, select, and the service's own health and metrics."""
+"""One router per resource: scenes, objects, picks, select, render, the viewer page, and the service's own
+health and metrics."""

@@ -1,0 +1,302 @@
+"""The ``/viewer`` page in a real headless Chromium, against a real ``python -m service``.
+
+The service runs with an API key, so the page must ask for it; a click on the
+image must pick what that pixel shows (the panel agrees with a direct
+``/pick/camera`` on the camera the page rendered with), a drag must select,
+and orbiting and zooming must move the camera the picks use.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs
+them); Selenium is pointed at both, so Selenium Manager never downloads a
+browser or a driver.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+pytestmark = pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+                                reason="Chromium not installed: apt-get install chromium chromium-driver")
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install -e '.[test]'")
+import httpx  # noqa: E402  (after the skips: nothing to import when the test cannot run)
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.actions.action_builder import ActionBuilder  # noqa: E402
+from selenium.webdriver.common.actions.mouse_button import MouseButton  # noqa: E402
+from selenium.webdriver.common.actions.wheel_input import ScrollOrigin  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+from service.rendering import BACKGROUND  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_MESHES = Path(__file__).resolve().parents[2] / "shared" / "meshes"
+BUNNY = SHARED_MESHES / "stanford-bunny.obj"
+TORUS = REPO / "sample_meshes" / "torus.ply"
+
+API_KEY = "viewer-test-key"
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
+
+#: The first start after a change to bvh/ compiles numba's kernels: minutes.
+READY_TIMEOUT = 600.0
+#: A render, a pick or a selection, including the browser's part.
+UI_TIMEOUT = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """Base URL of a ``python -m service`` on a free port, with an API key; stopped afterwards."""
+    directory = tmp_path_factory.mktemp("viewer-server")
+    port = free_port()
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PICK_")}
+    env.update(PICK_HOST="127.0.0.1", PICK_PORT=str(port), PICK_DATA_DIR=str(directory / "data"),
+               PICK_API_KEY=API_KEY, PICK_LOG_LEVEL="warning")
+    log_path = directory / "server.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "service"], cwd=REPO, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"the service exited with {process.returncode}:\n{log_path.read_text()}")
+            try:
+                if httpx.get(f"{base}/ready", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"the service was not ready within {READY_TIMEOUT:.0f} s:\n{log_path.read_text()}")
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def scene_id(server) -> str:
+    """The Stanford bunny from ../shared/meshes, or the sample torus in a clone without that folder."""
+    path = BUNNY if BUNNY.exists() else TORUS
+    with open(path, "rb") as stream:
+        response = httpx.post(f"{server}/scenes", files={"file": (path.name, stream)}, data={"name": path.stem},
+                              headers=AUTH, timeout=120)
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Headless Debian Chromium through its own chromedriver."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--disable-quic", "--no-first-run", "--disable-background-networking",
+                     "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
+                     f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    with pytest.MonkeyPatch.context() as patch:
+        # The explicit driver path already keeps Selenium Manager out; offline makes sure of it.
+        patch.setenv("SE_OFFLINE", "true")
+        driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_for(driver, condition, what: str, timeout: float = UI_TIMEOUT):
+    return WebDriverWait(driver, timeout).until(lambda _: condition(), message=f"waiting for {what}")
+
+
+def renders(driver) -> int:
+    return int(driver.find_element(By.ID, "render").get_attribute("data-renders") or 0)
+
+
+def shown_camera(driver) -> dict:
+    return json.loads(driver.find_element(By.ID, "render").get_attribute("data-camera"))
+
+
+def open_viewer(driver, server: str, scene: str) -> None:
+    """Load ``/viewer?scene=...``, give the API key when the page asks, and wait for the first image."""
+    driver.get(f"{server}/viewer?scene={scene}")
+    key_form = driver.find_element(By.ID, "key-form")
+    wait_for(driver, lambda: key_form.is_displayed() or renders(driver) > 0, "the key form or an image")
+    if renders(driver) == 0 and key_form.is_displayed():
+        driver.find_element(By.ID, "api-key").send_keys(API_KEY)
+        key_form.find_element(By.TAG_NAME, "button").click()
+    wait_for(driver, lambda: renders(driver) > 0, "the first render")
+
+
+def pixel_colour(driver, x: int, y: int) -> list[int]:
+    """RGB of the image on screen at pixel (x, y), read back through a canvas."""
+    return driver.execute_script("""
+        const image = document.getElementById("render");
+        const canvas = document.createElement("canvas");
+        canvas.width = image.naturalWidth;
+        canvas.height = image.naturalHeight;
+        const context = canvas.getContext("2d");
+        context.drawImage(image, 0, 0);
+        return Array.from(context.getImageData(arguments[0], arguments[1], 1, 1).data.slice(0, 3));
+    """, x, y)
+
+
+def direct_pick(server: str, scene: str, camera: dict, pixel) -> dict:
+    response = httpx.post(f"{server}/scenes/{scene}/pick/camera", json={**camera, "pixels": [pixel]}, headers=AUTH)
+    assert response.status_code == 200, response.text
+    return response.json()["results"][0]
+
+
+def click_offset(server: str, scene: str, camera: dict) -> tuple[int, int]:
+    """Where to click, from the image's centre: the centre when it shows the mesh (the bunny), else
+    the nearest pixel whose neighbours all hit too (the torus shows its hole in the middle)."""
+    width, height = camera["width"], camera["height"]
+    candidates = sorted(((dx, dy) for dx in range(-width // 2 + 8, width // 2 - 8, 8)
+                         for dy in range(-height // 2 + 8, height // 2 - 8, 8)), key=lambda d: d[0] ** 2 + d[1] ** 2)
+    for dx, dy in candidates:
+        around = [[width / 2 + dx + ex, height / 2 + dy + ey] for ex, ey in ((0, 0), (-3, 0), (3, 0), (0, -3), (0, 3))]
+        response = httpx.post(f"{server}/scenes/{scene}/pick/camera", json={**camera, "pixels": around},
+                              headers=AUTH)
+        if all(result["hit"] for result in response.json()["results"]):
+            return dx, dy
+    pytest.fail("the default view shows no surface to click")
+
+
+def click_and_read_panel(driver, dx: int, dy: int) -> dict:
+    image = driver.find_element(By.ID, "render")
+    status = driver.find_element(By.ID, "pick-status")
+    actions = ActionChains(driver)
+    if (dx, dy) == (0, 0):
+        actions.move_to_element(image)
+    else:
+        actions.move_to_element_with_offset(image, dx, dy)
+    actions.click().perform()
+    wait_for(driver, lambda: status.text in ("hit", "miss"), "the pick's answer")
+    text = {field: driver.find_element(By.ID, f"pick-{field}").text
+            for field in ("status", "object", "triangle", "distance", "barycentric", "normal")}
+    text["object_id"] = driver.find_element(By.ID, "pick-object").get_attribute("data-id")
+    text["pixel"] = json.loads(driver.find_element(By.ID, "marker").get_attribute("data-pixel"))
+    return text
+
+
+def assert_panel_matches(panel: dict, expected: dict) -> None:
+    assert panel["status"] == "hit"
+    assert expected["hit"] is True
+    assert panel["object_id"] == str(expected["object"]["id"])
+    assert panel["object"].startswith(f"{expected['object']['id']} (")
+    assert panel["triangle"] == str(expected["triangle"])
+    assert panel["distance"] == f"{expected['distance']:.6f}"
+    assert panel["barycentric"] == ", ".join(f"{w:.4f}" for w in expected["barycentric"])
+    assert panel["normal"] == ", ".join(f"{n:.4f}" for n in expected["normal"])
+
+
+def assert_no_script_errors(driver) -> None:
+    # A 401 before the key is given is expected; anything else severe is a bug in the page.
+    errors = [entry["message"] for entry in driver.get_log("browser")
+              if entry["level"] == "SEVERE" and "401" not in entry["message"]]
+    assert not errors, errors
+
+
+def test_click_picks_what_the_pixel_shows(server, scene_id, browser, tmp_path_factory):
+    open_viewer(browser, server, scene_id)
+    camera = shown_camera(browser)
+    image = browser.find_element(By.ID, "render")
+    assert browser.execute_script("return [arguments[0].naturalWidth, arguments[0].naturalHeight]", image) == [
+        camera["width"], camera["height"]]
+    assert camera["up"] == [0.0, 0.0, 1.0]
+    dx, dy = click_offset(server, scene_id, camera)
+    if BUNNY.exists():
+        assert (dx, dy) == (0, 0), "the bunny is framed at the centre of the view"
+    panel = click_and_read_panel(browser, dx, dy)
+    # The page sends the centre of the clicked pixel, which is the centre of the image here.
+    assert all(abs(coordinate - (size / 2 + offset)) <= 1.0 for coordinate, size, offset
+               in zip(panel["pixel"], (camera["width"], camera["height"]), (dx, dy)))
+    assert all(coordinate % 1 == 0.5 for coordinate in panel["pixel"])
+    assert_panel_matches(panel, direct_pick(server, scene_id, camera, panel["pixel"]))
+    assert browser.execute_script("return window.viewer.lastPick.camera") == camera
+    # What the pixel shows is the object, not the grey background.
+    assert pixel_colour(browser, int(panel["pixel"][0]), int(panel["pixel"][1])) != list(BACKGROUND)
+    assert browser.find_element(By.ID, "marker").is_displayed()
+    browser.save_screenshot(str(tmp_path_factory.getbasetemp() / "viewer_click.png"))
+    assert_no_script_errors(browser)
+
+
+def test_drag_selects_and_highlights(server, scene_id, browser):
+    open_viewer(browser, server, scene_id)
+    camera = shown_camera(browser)
+    before = renders(browser)
+    width, height = camera["width"], camera["height"]
+    dx, dy = click_offset(server, scene_id, camera)
+    centre = (int(width / 2 + dx), int(height / 2 + dy))
+    colour_before = pixel_colour(browser, *centre)
+    image = browser.find_element(By.ID, "render")
+    (ActionChains(browser).move_to_element_with_offset(image, -width // 3, -height // 3).click_and_hold()
+     .move_by_offset(20, 20).move_by_offset(2 * width // 3 - 20, 2 * height // 3 - 20).release().perform())
+    selection = browser.find_element(By.ID, "selection-list")
+    wait_for(browser, lambda: selection.find_elements(By.TAG_NAME, "li"), "the selection")
+    listed = [item.get_attribute("data-id") for item in selection.find_elements(By.TAG_NAME, "li")]
+    expected = httpx.post(f"{server}/scenes/{scene_id}/select", headers=AUTH,
+                          json={**camera, "rect": [width / 2 - width // 3, height / 2 - height // 3,
+                                                   width / 2 + width // 3, height / 2 + height // 3]}).json()
+    assert listed == [str(item["id"]) for item in expected["objects"]] == ["0"]
+    # The selection is drawn: a render with highlight=0 from the same camera, in another colour.
+    wait_for(browser, lambda: renders(browser) > before, "the highlighted render")
+    assert shown_camera(browser) == camera
+    assert browser.execute_script("return window.viewer.highlight") == [0]
+    assert pixel_colour(browser, *centre) != colour_before
+    assert not browser.find_element(By.ID, "marquee").is_displayed()
+    assert_no_script_errors(browser)
+
+
+def test_orbit_and_zoom_move_the_camera_that_picks_use(server, scene_id, browser):
+    open_viewer(browser, server, scene_id)
+    start = shown_camera(browser)
+    image = browser.find_element(By.ID, "render")
+    count = renders(browser)
+
+    def settled_camera() -> dict:
+        # Moves send renders one after another: wait until the last has landed.
+        wait_for(browser, lambda: renders(browser) > count and
+                 not browser.execute_script("return window.viewer.rendering"), "the new view")
+        return shown_camera(browser)
+
+    actions = ActionBuilder(browser)
+    actions.pointer_action.move_to(image).pointer_down(MouseButton.RIGHT).move_by(40, 0).move_by(40, 10)
+    actions.pointer_action.pointer_up(MouseButton.RIGHT)
+    actions.perform()
+    orbited = settled_camera()
+    assert orbited["target"] == start["target"] and orbited["position"] != start["position"]
+    radius = [sum((p - t) ** 2 for p, t in zip(camera["position"], camera["target"])) ** 0.5
+              for camera in (start, orbited)]
+    assert radius[1] == pytest.approx(radius[0], rel=1e-9)
+    # The right button's context menu never opened, so the page still takes the next click.
+    count = renders(browser)
+    ActionChains(browser).scroll_from_origin(ScrollOrigin.from_element(image), 0, 200).perform()
+    zoomed = settled_camera()
+    assert sum((p - t) ** 2 for p, t in zip(zoomed["position"], zoomed["target"])) ** 0.5 > radius[1] * 1.05
+
+    dx, dy = click_offset(server, scene_id, zoomed)
+    panel = click_and_read_panel(browser, dx, dy)
+    assert_panel_matches(panel, direct_pick(server, scene_id, zoomed, panel["pixel"]))
+    assert_no_script_errors(browser)
