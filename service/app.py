@@ -7,6 +7,7 @@ kernels on a worker thread while the server already answers ``/health``;
 
 import asyncio
 import logging
+import time
 from contextlib import asynccontextmanager
 
 import numpy as np
@@ -14,8 +15,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.concurrency import run_in_threadpool
 
-import bvh
-
+from . import warmup
 from .direct_route import DirectRoutes
 from .errors import http_error, install_error_handlers
 from .metrics import Metrics
@@ -29,26 +29,14 @@ from .store import SceneStore
 log = logging.getLogger("service")
 
 
-def warm_up() -> None:
-    """Run every kind of query once on a one-triangle scene, so that the
-    first real request does not wait for numba to load the kernels."""
-    scene = bvh.Scene()
-    scene.add_instance(scene.add_mesh(np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]),
-                                      np.array([[0, 1, 2]])))
-    scene.add_shape("sphere", radius=0.1)
-    origins = np.tile([0.2, 0.2, 1.0], (bvh.scene.SERIAL_BATCH + 1, 1))
-    directions = np.tile([0.0, 0.0, -1.0], (bvh.scene.SERIAL_BATCH + 1, 1))
-    for rays in (1, origins.shape[0]):
-        scene.intersect(origins[:rays], directions[:rays])
-        scene.occluded(origins[:rays], directions[:rays])
-    scene.intersect_all(origins[:1], directions[:1])
-    scene.select(np.array([[0.0, 0.0, 1.0, 1.0]]), mode="triangles")
-
-
-def start_up(store: SceneStore) -> None:
+def start_up(store: SceneStore, warm_up: bool) -> None:
     try:
         skipped = store.open_all()
-        warm_up()
+        if warm_up:
+            started = time.perf_counter()
+            for _, step in warmup.everything(np.random.default_rng(0), bare_mesh=False):
+                step()
+            log.info("kernels warm in %.1f s", time.perf_counter() - started)
     except Exception:
         log.exception("start-up failed: the service stays unready")
         return
@@ -74,7 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        opening = asyncio.create_task(run_in_threadpool(start_up, store))
+        opening = asyncio.create_task(run_in_threadpool(start_up, store, settings.warm_up))
         yield
         await opening
 

@@ -38,6 +38,11 @@ class Settings(BaseSettings):
     access_log : bool
         uvicorn's line per request; off by default (``/metrics`` counts
         requests, and the line costs more than a pick).
+    warm_up : bool
+        Run every kind of query once at start-up (``service.warmup``), so that
+        no request waits for numba to compile or load a kernel; ``/ready``
+        turns 200 after it (about 2 s with numba's cache filled, minutes
+        without). Tests turn it off: each app they start would pay it.
     sample_scenes : bool
         ``python -m service`` creates the scenes of ``sample_meshes`` on the
         first start in ``data_dir`` (``make serve`` sets it), so a newcomer
@@ -56,6 +61,7 @@ class Settings(BaseSettings):
     cors_origins: Annotated[list[str], NoDecode] = []
     log_level: str = "info"
     access_log: bool = False
+    warm_up: bool = True
     sample_scenes: bool = False
 
     @field_validator("cors_origins", mode="before")

@@ -34,6 +34,8 @@ def make_client(tmp_path):
 
     def make(**overrides) -> TestClient:
         overrides.setdefault("data_dir", tmp_path / "data")
+        # Kernels load on first use instead: a full warm-up per app would add minutes to the suite.
+        overrides.setdefault("warm_up", False)
         client = TestClient(create_app(Settings(**overrides)))
         client.__enter__()
         clients.append(client)
