@@ -25,7 +25,8 @@ def real_array(name: str, value) -> np.ndarray:
         array = np.asarray(value)
     except (ValueError, TypeError) as error:
         raise ValueError(f"{name} must be an array of numbers: {error}") from None
-    if array.dtype == bool or array.dtype.kind not in "iuf":
+    # Kind "b" (bool) is not in "iuf": no separate test for it.
+    if array.dtype.kind not in "iuf":
         raise ValueError(f"{name} must be an array of real numbers, got dtype {array.dtype}")
     return array
 

@@ -1,5 +1,8 @@
 """Reading request bodies: JSON validated in one pass, multipart forms, content types."""
 
+import math
+
+import orjson
 from pydantic import TypeAdapter, ValidationError
 from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -14,6 +17,9 @@ OCTET_STREAM = "application/octet-stream"
 
 #: Largest non-file field of a multipart form (a name, a transform).
 MAX_FORM_FIELD_BYTES = 64 * 1024
+
+#: Integers up to this size convert to float64 exactly.
+EXACT_INTEGER = 2 ** 53
 
 
 def media_type(request: Request) -> str:
@@ -102,3 +108,37 @@ def form_text(form: FormData, name: str) -> str | None:
 def unsupported_media(media: str, accepted: str) -> ClientError:
     return ClientError(415, f"unsupported content type {media!r}: send {accepted}")
 
+
+
+def _plain_vector(value) -> bool:
+    """A list of three finite JSON numbers (not booleans, not huge integers)."""
+    if type(value) is not list or len(value) != 3:
+        return False
+    for component in value:
+        kind = type(component)
+        if not ((kind is float and math.isfinite(component))
+                or (kind is int and -EXACT_INTEGER <= component <= EXACT_INTEGER)):
+            return False
+    return True
+
+
+def parse_plain_ray(body: bytes) -> tuple[list, list] | None:
+    """``(origin, direction)`` of the common one-ray pick body, ``{"origin": [..], "direction": [..]}``
+    with plain finite numbers and a non-zero direction; None for anything else.
+
+    The hover pick is the hottest request and this is its usual body: read
+    with orjson and a few checks, it skips half the cost of the model's pass.
+    Anything else (options, strings, NaN, errors) goes through the model, which
+    accepts everything this accepts and explains what it refuses.
+    """
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if type(data) is not dict or len(data) != 2:
+        return None
+    origin = data.get("origin")
+    direction = data.get("direction")
+    if not (_plain_vector(origin) and _plain_vector(direction)) or not any(direction):
+        return None
+    return origin, direction

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 from bvh.camera import look_at, perspective
+from service.bodies import parse_plain_ray
 from service.picking import RECORD
+from service.schemas import PickRequest
 from tests.conftest import TRIANGLE
 
 SCALED = [[2, 0, 0, 5], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 1]]
@@ -280,3 +282,33 @@ def test_select_objects_and_triangles(client, triangle_scene):
                              ({"rect": [0, 0, 1]}, "rect: List should have at least 4 items")):
         response = client.post(f"/scenes/{triangle_scene}/select", json={**centre, **change})
         assert response.status_code == 422 and expected in response.json()["detail"], response.text
+
+
+@pytest.mark.parametrize("body,expected", [
+    (b'{"origin": [0.2, 0.2, 1], "direction": [0, 0, -1]}', ([0.2, 0.2, 1], [0, 0, -1])),
+    (b'{"direction": [0, 0, -1.5], "origin": [0, 0, 1]}', ([0, 0, 1], [0, 0, -1.5])),
+    (b'{"origin": [0.2, 0.2, 1], "direction": [0, 0, 0]}', None),
+    (b'{"origin": [0.2, 0.2, 1], "direction": [0, 0, true]}', None),
+    (b'{"origin": [0.2, 0.2, "1"], "direction": [0, 0, -1]}', None),
+    (b'{"origin": [0.2, 0.2, 1e400], "direction": [0, 0, -1]}', None),
+    (b'{"origin": [0.2, 0.2, NaN], "direction": [0, 0, -1]}', None),
+    (b'{"origin": [0.2, 0.2, 9007199254740993], "direction": [0, 0, -1]}', None),
+    (b'{"origin": [0.2, 0.2], "direction": [0, 0, -1]}', None),
+    (b'{"origin": [0.2, 0.2, 1], "direction": [0, 0, -1], "tmin": 0.5}', None),
+    (b'{"origin": [0.2, 0.2, 1], "other": [0, 0, -1]}', None),
+    (b'[1, 2]', None),
+    (b'{"origin": [0.2, 0.2, 1], "direction": [0, 0, -1]', None),
+])
+def test_the_plain_ray_fast_path_takes_only_bodies_the_model_accepts_as_they_are(body, expected):
+    assert parse_plain_ray(body) == expected
+    if expected is not None:
+        model = PickRequest.model_validate_json(body)
+        assert (model.origin, model.direction) == expected and not model.all_hits and model.tmin == 0.0
+
+
+def test_fast_and_full_pick_paths_answer_alike(client, triangle_scene):
+    plain = client.post(f"/scenes/{triangle_scene}/pick", json={"origin": [0.2, 0.2, 1], "direction": [0, 0, -2]})
+    full = client.post(f"/scenes/{triangle_scene}/pick", json={"origin": [0.2, 0.2, 1], "direction": [0, 0, -2],
+                                                                 "tmin": 0.0, "cull_backfaces": False})
+    assert plain.status_code == full.status_code == 200
+    assert plain.json() == full.json() and plain.json()["distance"] == pytest.approx(1.0)

@@ -18,7 +18,8 @@ from starlette.concurrency import run_in_threadpool
 
 from bvh.camera import Camera
 
-from ..bodies import JSON, OCTET_STREAM, media_type, parse_json, parse_json_body, read_body, unsupported_media
+from ..bodies import (JSON, OCTET_STREAM, media_type, parse_json, parse_json_body, parse_plain_ray, read_body,
+                      unsupported_media)
 from ..deps import SceneStoreDep, SettingsDep, find_scene, scene_in_memory
 from ..direct_route import DirectRoute
 from ..errors import ClientError, client_errors
@@ -61,6 +62,10 @@ def query_window(tmin: float, tmax: float | None, mask: int | None, objects, exc
             "objects": objects, "exclude": exclude}
 
 
+#: ``query_window`` of a pick that sets no option.
+DEFAULT_WINDOW = query_window(0.0, None, None, None, None)
+
+
 def check_ray_count(count: int, settings: Settings, what: str = "rays") -> None:
     if count > settings.max_rays:
         raise ClientError(413, f"{count} {what} in one request; the limit is {settings.max_rays} (PICK_MAX_RAYS)")
@@ -80,19 +85,29 @@ async def pick(request: Request):
     scene_id = request.path_params["scene_id"]
     # Awaiting a coroutine costs more than the lookup: only a reload from disk needs one.
     stored = scene_in_memory(store, scene_id) or await find_scene(store, scene_id)
-    body = parse_json(PickRequest, await read_body(request))
-    origin = np.array(body.origin, np.float64)
-    direction = np.array(body.direction, np.float64)
-    options = window(body)
+    raw = await read_body(request)
+    plain = parse_plain_ray(raw)
+    if plain is not None:
+        body = None
+        origin_list, direction_list = plain
+        options = DEFAULT_WINDOW
+        cull_backfaces = False
+    else:
+        body = parse_json(PickRequest, raw)
+        origin_list, direction_list = body.origin, body.direction
+        options = window(body)
+        cull_backfaces = body.cull_backfaces
+    origin = np.array(origin_list, np.float64)
+    direction = np.array(direction_list, np.float64)
     count_rays(request, 1)
-    if body.all_hits:
+    if body is not None and body.all_hits:
         with client_errors():
             every, view = stored.consistent(lambda scene: scene.intersect_all(origin, direction, **options))
         return JSONBytes({"hits": all_hit_results(stored, view, every, origin, direction)})
     with client_errors():
         hits, view = stored.consistent(
-            lambda scene: scene.intersect(origin, direction, cull_backfaces=body.cull_backfaces, **options))
-    return JSONBytes(single_result(stored, view, hits, math.hypot(*body.direction)))
+            lambda scene: scene.intersect(origin, direction, cull_backfaces=cull_backfaces, **options))
+    return JSONBytes(single_result(stored, view, hits, math.hypot(*direction_list)))
 
 
 def _trace(stored, origins, directions, cull_backfaces, options):
