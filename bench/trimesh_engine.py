@@ -15,8 +15,6 @@ import os
 import sys
 import time
 
-import numpy as np
-
 from bench.meshes import load_mesh, shared_mesh_paths
 from bench.rays_gen import random_pick_rays
 

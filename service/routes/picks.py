@@ -88,19 +88,16 @@ async def pick(request: Request):
     raw = await read_body(request)
     plain = parse_plain_ray(raw)
     if plain is not None:
-        body = None
         origin_list, direction_list = plain
-        options = DEFAULT_WINDOW
-        cull_backfaces = False
+        options, cull_backfaces, all_hits = DEFAULT_WINDOW, False, False
     else:
         body = parse_json(PickRequest, raw)
         origin_list, direction_list = body.origin, body.direction
-        options = window(body)
-        cull_backfaces = body.cull_backfaces
+        options, cull_backfaces, all_hits = window(body), body.cull_backfaces, body.all_hits
     origin = np.array(origin_list, np.float64)
     direction = np.array(direction_list, np.float64)
     count_rays(request, 1)
-    if body is not None and body.all_hits:
+    if all_hits:
         with client_errors():
             every, view = stored.consistent(lambda scene: scene.intersect_all(origin, direction, **options))
         return JSONBytes({"hits": all_hit_results(stored, view, every, origin, direction)})
