@@ -417,9 +417,8 @@ class Camera:
         Returns
         -------
         origins : (N, 3) float64
-            A perspective camera's eye for every ray (bit-identical rows, which
-            the packet traversal walks together); for an orthographic camera,
-            the pixel's point on the near plane.
+            A perspective camera's eye for every ray; for an orthographic
+            camera, the pixel's point on the near plane.
         directions : (N, 3) float64
             Unit directions away from the camera, so ``t`` of a hit is its
             distance from the origin. Rays are unbounded: neither the near

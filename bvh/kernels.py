@@ -1,9 +1,8 @@
 """Batch query kernels over a mesh BVH: closest hit, any hit, all hits.
 
-Closest-hit kernels walk runs of ``PACKET_SIZE`` rays that share an origin
-and a direction (a camera's pixels) as one packet, and every other ray alone.
-Each query has a serial kernel (one ray or a few: no thread-pool wake-up) and
-a parallel one that ``prange``s over blocks of ``RAY_BLOCK`` rays, each block
+Every kernel walks the four-wide tree (:mod:`bvh.wide_traversal`) one ray
+at a time. Each query has a serial kernel (one ray or a few: no thread-pool
+wake-up) and a parallel one that ``prange``s over blocks of ``RAY_BLOCK`` rays, each block
 with its own fixed-size traversal stack, allocated once per block and never
 inside the per-ray loop. Kernels take plain arrays; the Python wrappers in
 ``mesh_bvh`` validate inputs and shape results.
@@ -14,33 +13,14 @@ import math
 import numpy as np
 from numba import prange
 
-from ._jit import MAX_DEPTH, RAY_BLOCK, jit, jit_inline, jit_parallel
-from .leaf_tests import (any_hit_leaf, closest_hit_leaf, closest_hit_packet_leaf, collect_hits_leaf,
-                         count_hits_leaf, triangle_edges)
-from .packet_traversal import PACKET_SIZE, make_packet_traversal
-from .traversal import make_traversal, safe_reciprocal
+from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
+from .leaf_tests import any_hit_leaf, closest_hit_leaf, collect_hits_leaf, count_hits_leaf, triangle_edges
+from .wide_traversal import WIDE_STACK, make_wide_traversal
 
-_closest_traversal = make_traversal(closest_hit_leaf)
-_any_traversal = make_traversal(any_hit_leaf)
-_count_traversal = make_traversal(count_hits_leaf)
-_collect_traversal = make_traversal(collect_hits_leaf)
-_closest_packet_traversal = make_packet_traversal(closest_hit_packet_leaf)
-
-
-@jit_inline
-def _coherent_packet(origins, directions, i):
-    """Whether rays ``i .. i + PACKET_SIZE - 1`` share their origin and point
-    within about 25 degrees of the first: a packet worth walking together."""
-    for j in range(i + 1, i + PACKET_SIZE):
-        if origins[j, 0] != origins[i, 0] or origins[j, 1] != origins[i, 1] or origins[j, 2] != origins[i, 2]:
-            return False
-    first_length = math.sqrt(directions[i, 0] ** 2 + directions[i, 1] ** 2 + directions[i, 2] ** 2)
-    for j in range(i + 1, i + PACKET_SIZE):
-        dot = directions[i, 0] * directions[j, 0] + directions[i, 1] * directions[j, 1] + directions[i, 2] * directions[j, 2]
-        length = math.sqrt(directions[j, 0] ** 2 + directions[j, 1] ** 2 + directions[j, 2] ** 2)
-        if dot < 0.9 * first_length * length:
-            return False
-    return True
+_closest_traversal = make_wide_traversal(closest_hit_leaf)
+_any_traversal = make_wide_traversal(any_hit_leaf)
+_count_traversal = make_wide_traversal(count_hits_leaf)
+_collect_traversal = make_wide_traversal(collect_hits_leaf)
 
 
 @jit_inline
@@ -80,48 +60,22 @@ def _finish_closest(i, tris, face_index, origins, directions, rows, triangle, t,
 @jit
 def _closest_block(nodes, links, tris, face_index, offset, origins, directions, tmin, tmax, cull,
                    start, end, rows, triangle, t, u, v, point, normal, front_face):
-    stack_node = np.empty(MAX_DEPTH, np.int32)
-    stack_t = np.empty(MAX_DEPTH, np.float64)
+    stack_first = np.empty(WIDE_STACK, np.int32)
+    stack_count = np.empty(WIDE_STACK, np.int32)
+    stack_t = np.empty(WIDE_STACK, np.float64)
     flat_nodes = nodes.reshape(nodes.size)
     flat_links = links.reshape(links.size)
     flat_tris = tris.reshape(tris.size)
     out = (rows, t, u, v, cull)
-    # Packet lanes: directions, reciprocals, far limits and hits.
-    lane_d = np.empty((3, PACKET_SIZE))
-    lane_inv = np.empty((3, PACKET_SIZE))
-    lane_tmax = np.empty(PACKET_SIZE)
-    lane_rows = np.empty(PACKET_SIZE, np.int32)
-    lane_u = np.empty(PACKET_SIZE)
-    lane_v = np.empty(PACKET_SIZE)
-    packet_out = (lane_rows, lane_u, lane_v, cull)
-    i = start
-    while i < end:
-        if i + PACKET_SIZE <= end and _coherent_packet(origins, directions, i):
-            for lane in range(PACKET_SIZE):
-                for c in range(3):
-                    lane_d[c, lane] = directions[i + lane, c]
-                    lane_inv[c, lane] = safe_reciprocal(directions[i + lane, c])
-                lane_tmax[lane] = tmax
-                lane_rows[lane] = -1
-            _closest_packet_traversal(flat_nodes, flat_links, flat_tris, origins[i, 0] - offset[0],
-                                      origins[i, 1] - offset[1], origins[i, 2] - offset[2], lane_d[0], lane_d[1],
-                                      lane_d[2], lane_inv[0], lane_inv[1], lane_inv[2], tmin, lane_tmax,
-                                      packet_out, stack_node, stack_t)
-            for lane in range(PACKET_SIZE):
-                rows[i + lane] = lane_rows[lane]
-                t[i + lane] = lane_tmax[lane]
-                u[i + lane] = lane_u[lane]
-                v[i + lane] = lane_v[lane]
-                _finish_closest(i + lane, flat_tris, face_index, origins, directions, rows, triangle, t, u, v, point,
-                                normal, front_face)
-            i += PACKET_SIZE
-            continue
+    for i in range(start, end):
         rows[i] = -1
         _closest_traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                            origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2], tmin,
-                           tmax, i, out, stack_node, stack_t)
+                           tmax, i, out, stack_first, stack_count, stack_t)
+    # A second pass: inside the walk's loop the output arrays would crowd
+    # the registers the walk needs (measured: 20% of the rate on camera rays).
+    for i in range(start, end):
         _finish_closest(i, flat_tris, face_index, origins, directions, rows, triangle, t, u, v, point, normal, front_face)
-        i += 1
 
 
 @jit
@@ -143,8 +97,9 @@ def closest_hits_parallel(nodes, links, tris, face_index, offset, origins, direc
 
 @jit
 def _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, occluded):
-    stack_node = np.empty(MAX_DEPTH, np.int32)
-    stack_t = np.empty(MAX_DEPTH, np.float64)
+    stack_first = np.empty(WIDE_STACK, np.int32)
+    stack_count = np.empty(WIDE_STACK, np.int32)
+    stack_t = np.empty(WIDE_STACK, np.float64)
     flat_nodes = nodes.reshape(nodes.size)
     flat_links = links.reshape(links.size)
     flat_tris = tris.reshape(tris.size)
@@ -153,7 +108,7 @@ def _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax,
         occluded[i] = False
         _any_traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                  origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
-                 tmin, tmax, i, out, stack_node, stack_t)
+                 tmin, tmax, i, out, stack_first, stack_count, stack_t)
 
 
 @jit
@@ -171,8 +126,9 @@ def occluded_parallel(nodes, links, tris, offset, origins, directions, tmin, tma
 
 @jit
 def _count_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, counts):
-    stack_node = np.empty(MAX_DEPTH, np.int32)
-    stack_t = np.empty(MAX_DEPTH, np.float64)
+    stack_first = np.empty(WIDE_STACK, np.int32)
+    stack_count = np.empty(WIDE_STACK, np.int32)
+    stack_t = np.empty(WIDE_STACK, np.float64)
     flat_nodes = nodes.reshape(nodes.size)
     flat_links = links.reshape(links.size)
     flat_tris = tris.reshape(tris.size)
@@ -181,7 +137,7 @@ def _count_block(nodes, links, tris, offset, origins, directions, tmin, tmax, st
         counts[i] = 0
         _count_traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                  origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
-                 tmin, tmax, i, out, stack_node, stack_t)
+                 tmin, tmax, i, out, stack_first, stack_count, stack_t)
 
 
 @jit_parallel
@@ -205,8 +161,9 @@ def _share_vertex(tris, j, k):
 @jit
 def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end,
                    starts, cursor, rows, ts, us, vs, keep, merge_length):
-    stack_node = np.empty(MAX_DEPTH, np.int32)
-    stack_t = np.empty(MAX_DEPTH, np.float64)
+    stack_first = np.empty(WIDE_STACK, np.int32)
+    stack_count = np.empty(WIDE_STACK, np.int32)
+    stack_t = np.empty(WIDE_STACK, np.float64)
     flat_nodes = nodes.reshape(nodes.size)
     flat_links = links.reshape(links.size)
     flat_tris = tris.reshape(tris.size)
@@ -215,7 +172,7 @@ def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, 
         cursor[i] = starts[i]
         _collect_traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
                  origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
-                 tmin, tmax, i, out, stack_node, stack_t)
+                 tmin, tmax, i, out, stack_first, stack_count, stack_t)
         lo = starts[i]
         hi = cursor[i]
         # Insertion sort of this ray's hits by t: segments are short.

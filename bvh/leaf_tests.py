@@ -47,34 +47,34 @@ def moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull_backfaces)
 
     Returns ``(t, u, v, det)`` with ``t = NO_HIT`` when there is none. ``det > 0``
     means the ray meets the front face (``direction . normal < 0``).
+
+    Every quantity is computed and the tests are combined without branches:
+    whether a ray passes each edge of the faces in a leaf is a coin flip the
+    branch predictor loses, while the faces' arithmetic is independent and
+    overlaps. A zero determinant gives an infinite ``inv_det`` and NaN or
+    infinite ``u, v, t``; ``facing`` rejects it whatever they are.
     """
     ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, k)
     px = dy * e2z - dz * e2y
     py = dz * e2x - dx * e2z
     pz = dx * e2y - dy * e2x
     det = e1x * px + e1y * py + e1z * pz
-    if cull_backfaces:
-        if det <= 0.0:
-            return NO_HIT, 0.0, 0.0, det
-    elif det == 0.0:
-        return NO_HIT, 0.0, 0.0, det
     inv_det = 1.0 / det
     sx = ox - ax
     sy = oy - ay
     sz = oz - az
     u = (sx * px + sy * py + sz * pz) * inv_det
-    if u < -EDGE_TOLERANCE or u > 1.0 + EDGE_TOLERANCE:
-        return NO_HIT, 0.0, 0.0, det
     qx = sy * e1z - sz * e1y
     qy = sz * e1x - sx * e1z
     qz = sx * e1y - sy * e1x
     v = (dx * qx + dy * qy + dz * qz) * inv_det
-    if v < -EDGE_TOLERANCE or u + v > 1.0 + EDGE_TOLERANCE:
-        return NO_HIT, 0.0, 0.0, det
     t = (e2x * qx + e2y * qy + e2z * qz) * inv_det
-    if t < tmin or t > tmax:
-        return NO_HIT, 0.0, 0.0, det
-    return t, u, v, det
+    facing = det > 0.0 if cull_backfaces else det != 0.0
+    inside = ((u >= -EDGE_TOLERANCE) & (u <= 1.0 + EDGE_TOLERANCE) & (v >= -EDGE_TOLERANCE)
+              & (u + v <= 1.0 + EDGE_TOLERANCE))
+    if facing & inside & (t >= tmin) & (t <= tmax):
+        return t, u, v, det
+    return NO_HIT, 0.0, 0.0, det
 
 
 @jit_inline
@@ -130,41 +130,3 @@ def collect_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ra
             vs[slot] = v
             cursor[ray] = slot + 1
     return tmax, False
-
-
-@jit_inline
-def closest_hit_packet_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, out):
-    """Möller–Trumbore for a packet of rays from one origin: keep each lane's nearest hit.
-
-    With the origin shared, ``s = o - v0``, ``q = s x e1`` and ``e2 . q`` are
-    computed once per triangle; each lane adds its own ``p = d x e2``. The lane
-    loop has no branches. ``out = (rows, us, vs, cull_backfaces)``, the first
-    three ``(PACKET_SIZE,)`` arrays; ``tmax`` is updated in place.
-    """
-    rows, us, vs, cull = out
-    for k in range(first, first + count):
-        ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, k)
-        sx = ox - ax
-        sy = oy - ay
-        sz = oz - az
-        qx = sy * e1z - sz * e1y
-        qy = sz * e1x - sx * e1z
-        qz = sx * e1y - sy * e1x
-        q_e2 = e2x * qx + e2y * qy + e2z * qz
-        for lane in range(dx.shape[0]):
-            px = dy[lane] * e2z - dz[lane] * e2y
-            py = dz[lane] * e2x - dx[lane] * e2z
-            pz = dx[lane] * e2y - dy[lane] * e2x
-            det = e1x * px + e1y * py + e1z * pz
-            inv_det = 1.0 / det
-            u = (sx * px + sy * py + sz * pz) * inv_det
-            v = (dx[lane] * qx + dy[lane] * qy + dz[lane] * qz) * inv_det
-            t = q_e2 * inv_det
-            facing = det > 0.0 if cull else det != 0.0
-            inside = (u >= -EDGE_TOLERANCE) & (v >= -EDGE_TOLERANCE) & (u + v <= 1.0 + EDGE_TOLERANCE)
-            nearer = (t >= tmin) & ((t < tmax[lane]) | ((t <= tmax[lane]) & (rows[lane] < 0)))
-            if facing & inside & nearer:
-                tmax[lane] = t
-                rows[lane] = k
-                us[lane] = u
-                vs[lane] = v

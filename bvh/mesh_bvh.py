@@ -13,6 +13,7 @@ from .node_layout import COUNT, aligned_empty, pack_nodes
 from .tree import Tree
 from .triangles import prepare_triangles
 from .validation import check_mesh, check_rays, check_window
+from .wide_layout import CHILD_COUNT, ROW, WIDTH, collapse_to_wide
 
 #: Batches up to this size run on the calling thread: waking the thread pool
 #: costs more than tracing a few rays.
@@ -33,8 +34,8 @@ class MeshBVH:
 
     Attributes
     ----------
-    nodes : (M, 8) float32
-        32-byte nodes, see :mod:`bvh.node_layout`.
+    nodes : (K, 32) float32
+        128-byte four-wide nodes, see :mod:`bvh.wide_layout`.
     triangles : (T, 9) float32
         Vertices of the non-degenerate faces in leaf order, relative to ``offset``.
     face_index : (T,) int32
@@ -45,7 +46,8 @@ class MeshBVH:
         Faces of the mesh as given, degenerate ones included.
     """
 
-    def __init__(self, nodes, triangles, face_index, offset, depth: int, face_count: int, config: BuildConfig):
+    def __init__(self, nodes, triangles, face_index, offset, depth: int, face_count: int, config: BuildConfig,
+                 sah_cost: float):
         self.nodes = nodes
         self.triangles = triangles
         self.face_index = face_index
@@ -53,10 +55,14 @@ class MeshBVH:
         self.face_count = face_count
         self.config = config
         self._depth = depth
+        self._sah_cost = sah_cost
         self._links = nodes.view(np.int32)
-        lo = nodes[0, :3].astype(np.float64)
-        hi = nodes[0, 3:6].astype(np.float64)
-        self._merge_length = MERGE_FRACTION * float(np.linalg.norm(hi - lo)) if len(triangles) else 0.0
+        if len(triangles):
+            local = triangles.reshape(-1, 3)
+            size = np.linalg.norm(local.max(axis=0).astype(np.float64) - local.min(axis=0))
+            self._merge_length = MERGE_FRACTION * float(size)
+        else:
+            self._merge_length = 0.0
         for array in (self.nodes, self.triangles, self.face_index, self.offset):
             array.setflags(write=False)
 
@@ -68,12 +74,13 @@ class MeshBVH:
 
     @property
     def node_count(self) -> int:
-        """Nodes of the tree, not counting the pad row."""
-        return int(self.nodes.shape[0] - (1 if self.nodes.shape[0] > 1 else 0))
+        """Four-wide nodes of the tree."""
+        return int(self.nodes.shape[0]) if self.triangle_count else 0
 
     @property
     def depth(self) -> int:
-        """Depth of the deepest leaf (the root is depth 0)."""
+        """Depth of the deepest leaf of the binary tree the wide one was
+        collapsed from (the root is depth 0)."""
         return self._depth
 
     @property
@@ -89,32 +96,19 @@ class MeshBVH:
         local = self.triangles.reshape(-1, 3).astype(np.float64)
         return np.stack([local.min(axis=0), local.max(axis=0)]) + self.offset
 
-    def _real_rows(self) -> np.ndarray:
-        rows = np.ones(self.nodes.shape[0], bool)
-        if rows.shape[0] > 1:
-            rows[1] = False
-        return rows
-
     def leaf_stats(self) -> dict:
         """Leaves and triangles per leaf: ``{"leaves", "mean", "max"}``."""
-        counts = self._links[self._real_rows(), COUNT]
+        counts = self._links[:, CHILD_COUNT:CHILD_COUNT + WIDTH].ravel() if self.triangle_count else np.zeros(0)
         leaves = counts[counts > 0]
         if leaves.size == 0:
             return {"leaves": 0, "mean": 0.0, "max": 0}
         return {"leaves": int(leaves.size), "mean": float(leaves.mean()), "max": int(leaves.max())}
 
     def sah_cost(self) -> float:
-        """Expected cost of a ray through the root under the surface area
-        heuristic, in units of one triangle test (constants from ``config``)."""
-        if self.triangle_count == 0:
-            return 0.0
-        rows = self._real_rows()
-        box = self.nodes[rows, :6].astype(np.float64)
-        extent = box[:, 3:] - box[:, :3]
-        area = 2.0 * (extent[:, 0] * extent[:, 1] + extent[:, 1] * extent[:, 2] + extent[:, 2] * extent[:, 0])
-        counts = self._links[rows, COUNT]
-        cost = np.where(counts > 0, self.config.intersection_cost * counts, self.config.traversal_cost)
-        return float((cost * area).sum() / area[0])
+        """Expected cost of a ray through the root of the binary tree under the
+        surface area heuristic, in units of one triangle test (constants from
+        ``config``): the measure of the builder's work, before collapsing."""
+        return self._sah_cost
 
     # ---------------------------------------------------------------- queries
     def intersect(self, origins, directions, tmin=0.0, tmax=np.inf, cull_backfaces=False) -> Hits:
@@ -244,14 +238,28 @@ def build(vertices, faces, *, builder: Builder | None = None, **options) -> Mesh
     vertices, faces = check_mesh(vertices, faces)
     data = prepare_triangles(vertices, faces)
     if data.face_index.shape[0] == 0:
-        empty_nodes = aligned_empty((1, 8), np.float32)
+        empty_nodes = aligned_empty((1, ROW), np.float32)
         empty_nodes[:] = 0.0
         return MeshBVH(empty_nodes, np.empty((0, 9), np.float32), np.empty(0, np.int32), data.offset, 0,
-                       faces.shape[0], config)
+                       faces.shape[0], config, 0.0)
     tree = (builder or binned_sah_build)(data.boxes, data.centroids, config)
     if tree.depth >= MAX_DEPTH:
         raise ValueError(f"the builder made a tree of depth {tree.depth}; traversal supports < {MAX_DEPTH}")
     triangles = aligned_empty(data.vertices.shape, np.float32)
     triangles[:] = data.vertices[tree.order]
-    return MeshBVH(pack_nodes(tree), triangles, np.ascontiguousarray(data.face_index[tree.order]),
-                   data.offset, tree.depth, faces.shape[0], config)
+    binary = pack_nodes(tree)
+    return MeshBVH(collapse_to_wide(binary), triangles, np.ascontiguousarray(data.face_index[tree.order]),
+                   data.offset, tree.depth, faces.shape[0], config, _sah_cost(binary, config))
+
+
+def _sah_cost(nodes: np.ndarray, config: BuildConfig) -> float:
+    """SAH cost of packed binary ``nodes`` (see :mod:`bvh.node_layout`; row 1 is a pad)."""
+    rows = np.ones(nodes.shape[0], bool)
+    if rows.shape[0] > 1:
+        rows[1] = False
+    box = nodes[rows, :6].astype(np.float64)
+    extent = box[:, 3:] - box[:, :3]
+    area = 2.0 * (extent[:, 0] * extent[:, 1] + extent[:, 1] * extent[:, 2] + extent[:, 2] * extent[:, 0])
+    counts = nodes.view(np.int32)[rows, COUNT]
+    cost = np.where(counts > 0, config.intersection_cost * counts, config.traversal_cost)
+    return float((cost * area).sum() / area[0])

@@ -225,7 +225,8 @@ def test_stats():
     vertices, faces = sample_mesh("terrain.obj")
     mesh = bvh.build(vertices, faces)
     stats = mesh.leaf_stats()
-    assert stats["leaves"] * 2 - 1 == mesh.node_count
+    # A four-wide tree of L leaves has between (L - 1) / 3 nodes (all full) and L - 1.
+    assert (stats["leaves"] - 1) / 3 <= mesh.node_count < stats["leaves"] - 1
     assert 1 <= stats["mean"] <= stats["max"] <= mesh.config.max_leaf_size
     assert 1 <= mesh.depth < 64
     assert mesh.nbytes == mesh.nodes.nbytes + mesh.triangles.nbytes + mesh.face_index.nbytes
@@ -252,7 +253,7 @@ def camera_rays(vertices, width=48, height=40, eye_direction=(0.3, 0.2, 1.0)):
 
 
 @pytest.mark.parametrize("name", ["torus.ply", "gear.stl", "terrain.obj"])
-def test_camera_packets_against_oracle(name):
+def test_camera_rays_against_oracle(name):
     vertices, faces = sample_mesh(name)
     origins, directions = camera_rays(vertices)
     hits = assert_agrees_with_oracle(vertices, faces, origins, directions)
@@ -262,25 +263,13 @@ def test_camera_packets_against_oracle(name):
     assert_agrees_with_oracle(vertices, faces, origins, directions, cull_backfaces=True)
 
 
-def test_camera_packets_on_the_bunny_against_oracle():
+def test_camera_rays_on_the_bunny_against_oracle():
     vertices, faces = shared_mesh("stanford-bunny")
     origins, directions = camera_rays(vertices, 24, 20)
     assert_agrees_with_oracle(vertices, faces, origins, directions)
 
 
-def test_packets_answer_as_single_rays_do():
-    vertices, faces = sample_mesh("torus.ply")
-    origins, directions = camera_rays(vertices, 64, 64)
-    mesh = bvh.build(vertices, faces)
-    packed = mesh.intersect(origins, directions)
-    single = [mesh.intersect(origins[i], directions[i]) for i in range(0, len(origins), 7)]
-    np.testing.assert_allclose(packed.t[::7], [h.t[0] for h in single], rtol=1e-12)
-    np.testing.assert_allclose(packed.normal[::7], np.vstack([h.normal for h in single]), atol=1e-9)
-
-
-def test_incoherent_rays_from_one_origin_are_not_packed_wrongly():
-    # One origin, directions all over the sphere: a packet would be wasteful,
-    # and must in any case give the same answers.
+def test_rays_from_one_origin_in_every_direction():
     vertices, faces = sample_mesh("torus.ply")
     rng = np.random.default_rng(10)
     directions = rng.normal(size=(4000, 3))

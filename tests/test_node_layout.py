@@ -1,16 +1,24 @@
-"""Packed nodes: 32 bytes, siblings adjacent on a cache line, bounds outward."""
+"""Packed nodes: 32-byte binary nodes with siblings on a cache line and bounds
+rounded outwards, collapsed into 128-byte four-wide nodes."""
 
 import numpy as np
 
 import bvh
-from bvh.node_layout import COUNT, FIRST, aligned_empty, outward_float32
+from bvh.builder import binned_sah_build
+from bvh.config import BuildConfig
+from bvh.node_layout import COUNT, FIRST, aligned_empty, outward_float32, pack_nodes
+from bvh.triangles import prepare_triangles
+from bvh.wide_layout import CHILD_COUNT, CHILD_FIRST, EMPTY_MIN, WIDTH
 from tests.meshes import sample_mesh
 
 
-def test_nodes_are_32_bytes_with_siblings_on_one_cache_line():
+def test_binary_nodes_are_32_bytes_with_siblings_on_one_cache_line():
     vertices, faces = sample_mesh("torus.ply")
     mesh = bvh.build(vertices, faces)
-    nodes, links = mesh.nodes, mesh.nodes.view(np.int32)
+    data = prepare_triangles(vertices, faces)
+    tree = binned_sah_build(data.boxes, data.centroids, BuildConfig())
+    nodes = pack_nodes(tree)
+    links = nodes.view(np.int32)
     assert nodes.dtype == np.float32 and nodes.shape[1] * nodes.itemsize == 32
     assert nodes.ctypes.data % 64 == 0 and mesh.triangles.ctypes.data % 64 == 0
     inner = np.flatnonzero(links[:, COUNT] == 0)
@@ -42,3 +50,50 @@ def test_aligned_empty():
     for shape in [(3, 8), (1, 9), (7,)]:
         array = aligned_empty(shape, np.float32)
         assert array.shape == shape and array.ctypes.data % 64 == 0 and array.flags.c_contiguous
+
+
+def _slot_boxes(wide, row):
+    """(4, 6) boxes of the four slots of wide node ``row``."""
+    planes = wide[row, :24].reshape(6, WIDTH)
+    return planes.T
+
+
+def test_wide_nodes_hold_every_triangle_once_inside_nested_boxes():
+    vertices, faces = sample_mesh("torus.ply")
+    mesh = bvh.build(vertices, faces)
+    wide, links = mesh.nodes, mesh.nodes.view(np.int32)
+    assert wide.dtype == np.float32 and wide.shape[1] * wide.itemsize == 128 and wide.ctypes.data % 64 == 0
+    seen = np.zeros(mesh.triangle_count, int)
+    reached = np.zeros(len(wide), int)
+    reached[0] = 1
+    for row in range(len(wide)):
+        boxes = _slot_boxes(wide, row)
+        for slot in range(WIDTH):
+            first, count = links[row, CHILD_FIRST + slot], links[row, CHILD_COUNT + slot]
+            lo, hi = boxes[slot, :3], boxes[slot, 3:]
+            if np.all(lo == EMPTY_MIN):
+                assert np.all(hi == -EMPTY_MIN) and count == 0  # an unused slot no ray enters
+                continue
+            if count > 0:
+                tris = mesh.triangles[first:first + count].reshape(-1, 3)
+                assert np.all(tris > lo) and np.all(tris < hi)
+                seen[first:first + count] += 1
+            else:
+                assert first > row  # depth first: children after their parent, no cycles
+                reached[first] += 1
+                child = _slot_boxes(wide, first)
+                used = ~np.all(child[:, :3] == EMPTY_MIN, axis=1)
+                assert np.all(child[used, :3] >= lo) and np.all(child[used, 3:] <= hi)
+    assert np.all(seen == 1) and np.all(reached == 1)
+    # Collapsing fills most slots: the tree is about half as deep.
+    assert np.mean(wide[:, 0:WIDTH] != EMPTY_MIN) > 0.7
+
+
+def test_a_single_triangle_is_a_root_with_one_leaf():
+    mesh = bvh.build(np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
+    links = mesh.nodes.view(np.int32)
+    assert mesh.nodes.shape == (1, 32)
+    assert list(links[0, CHILD_COUNT:CHILD_COUNT + WIDTH]) == [1, 0, 0, 0]
+    assert np.all(mesh.nodes[0, 1:WIDTH] == EMPTY_MIN)
+    hits = mesh.intersect([[0.2, 0.2, 1.0], [2.0, 2.0, 1.0]], [[0.0, 0.0, -1.0], [0.0, 0.0, -1.0]])
+    assert list(hits.triangle) == [0, -1]
