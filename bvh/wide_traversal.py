@@ -81,61 +81,87 @@ def push_children(links, base, t0, t1, t2, t3, stack_first, stack_count, stack_t
     return sp, links[firsts + s0], links[counts + s0], t0
 
 
-def make_wide_traversal(leaf_test):
-    """A four-wide traversal kernel specialised to ``leaf_test``.
+@jit_inline
+def ray_setup(ox, oy, oz, dx, dy, dz):
+    """What the slab tests of one ray need, computed once per ray:
+    ``(ox, oy, oz, dx, dy, dz, ix, iy, iz, oix, oiy, oiz, near_x, near_y, near_z)``,
+    the reciprocal direction ``i`` (safe for axis-aligned rays), ``o * i``,
+    and the column of each axis's near plane."""
+    ix = safe_reciprocal(dx)
+    iy = safe_reciprocal(dy)
+    iz = safe_reciprocal(dz)
+    near_x = MIN_X if ix >= 0.0 else MAX_X
+    near_y = MIN_Y if iy >= 0.0 else MAX_Y
+    near_z = MIN_Z if iz >= 0.0 else MAX_Z
+    return ox, oy, oz, dx, dy, dz, ix, iy, iz, ox * ix, oy * iy, oz * iz, near_x, near_y, near_z
+
+
+def make_wide_step(leaf_test):
+    """One step of a walk of the four-wide tree, specialised to ``leaf_test``.
 
     ``leaf_test(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)``
     returns ``(tmax, stop)``, as for :func:`bvh.traversal.make_traversal`.
+    A walk is a loop of steps until one says it is done; a caller may run
+    the steps of several rays in turns (see ``kernels._closest_block``).
     """
+
+    @jit_inline
+    def step(nodes, links, tris, ray_consts, tmin, tmax, first, count, sp, ray, out, stack_first, stack_count, stack_t):
+        """Visit the node or leaf ``(first, count)`` and choose what to visit next.
+
+        ``ray_consts`` is :func:`ray_setup`'s tuple; ``nodes``/``links`` are the
+        flat float32 and int32 views of the wide rows; ``stack_first``,
+        ``stack_count`` (int32) and ``stack_t`` (float64) are this ray's
+        scratch of ``WIDE_STACK`` entries, ``sp`` its depth. Nodes are entered
+        near child first; a child popped beyond the current ``tmax`` is skipped.
+
+        Returns ``(first, count, sp, tmax, done)``: the next node or leaf, and
+        whether the walk is over.
+        """
+        ox, oy, oz, dx, dy, dz, ix, iy, iz, oix, oiy, oiz, near_x, near_y, near_z = ray_consts
+        if count > 0:
+            tmax, stop = leaf_test(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
+            if stop:
+                return first, count, sp, tmax, True
+        else:
+            base = first * ROW
+            t0 = slot_entry(nodes, base, 0, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
+            t1 = slot_entry(nodes, base, 1, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
+            t2 = slot_entry(nodes, base, 2, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
+            t3 = slot_entry(nodes, base, 3, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
+            sp, child_first, child_count, t_near = push_children(links, base, t0, t1, t2, t3, stack_first,
+                                                                 stack_count, stack_t, sp)
+            if t_near != MISS:
+                return child_first, child_count, sp, tmax, False
+        while sp > 0:
+            sp -= 1
+            if stack_t[np.uint64(sp)] <= tmax:
+                return stack_first[np.uint64(sp)], stack_count[np.uint64(sp)], sp, tmax, False
+        return first, count, sp, tmax, True
+
+    return step
+
+
+def make_wide_traversal(leaf_test):
+    """A four-wide traversal kernel specialised to ``leaf_test``, with the
+    signature of :func:`bvh.traversal.make_traversal`'s kernels but for its
+    three stack arrays."""
+    step = make_wide_step(leaf_test)
 
     @jit_inline
     def traverse(nodes, links, tris, root, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out,
                  stack_first, stack_count, stack_t):
         """Walk the wide tree under node row ``root`` front to back, calling the
-        leaf test on every leaf the ray reaches.
-
-        ``nodes``/``links`` are the flat float32 and int32 views of the wide
-        rows; ``stack_first``, ``stack_count`` (int32) and ``stack_t`` (float64)
-        are the caller's scratch of ``WIDE_STACK`` entries. Returns the final ``tmax``.
-        """
-        ix = safe_reciprocal(dx)
-        iy = safe_reciprocal(dy)
-        iz = safe_reciprocal(dz)
-        near_x = MIN_X if ix >= 0.0 else MAX_X
-        near_y = MIN_Y if iy >= 0.0 else MAX_Y
-        near_z = MIN_Z if iz >= 0.0 else MAX_Z
-        oix = ox * ix
-        oiy = oy * iy
-        oiz = oz * iz
+        leaf test on every leaf the ray reaches; returns the final ``tmax``.
+        The arguments are those of the step function (:func:`make_wide_step`)."""
+        ray_consts = ray_setup(ox, oy, oz, dx, dy, dz)
         first = root
         count = 0
         sp = 0
-        while True:
-            if count > 0:
-                tmax, stop = leaf_test(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
-                if stop:
-                    return tmax
-            else:
-                base = first * ROW
-                t0 = slot_entry(nodes, base, 0, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
-                t1 = slot_entry(nodes, base, 1, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
-                t2 = slot_entry(nodes, base, 2, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
-                t3 = slot_entry(nodes, base, 3, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax)
-                sp, child_first, child_count, t_near = push_children(links, base, t0, t1, t2, t3, stack_first,
-                                                                     stack_count, stack_t, sp)
-                if t_near != MISS:
-                    first = child_first
-                    count = child_count
-                    continue
-            found = False
-            while sp > 0:
-                sp -= 1
-                if stack_t[np.uint64(sp)] <= tmax:
-                    first = stack_first[np.uint64(sp)]
-                    count = stack_count[np.uint64(sp)]
-                    found = True
-                    break
-            if not found:
-                return tmax
+        done = False
+        while not done:
+            first, count, sp, tmax, done = step(nodes, links, tris, ray_consts, tmin, tmax, first, count, sp, ray,
+                                                out, stack_first, stack_count, stack_t)
+        return tmax
 
     return traverse
