@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from ._jit import jit
+from .triangles import used_bounds
 
 #: Directions shorter than this are refused as zero: their slab distances
 #: would leave the range the traversal's safe reciprocal keeps finite.
@@ -153,8 +154,8 @@ def check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(
             f"faces refer to vertex {faces[row].max()} but there are only {vertices.shape[0]} vertices (face {row})"
         )
-    used = vertices[faces.ravel()]
-    extent = float((used.max(axis=0) - used.min(axis=0)).max())
+    lo, hi = used_bounds(vertices, faces)
+    extent = float((hi - lo).max())
     if extent > MAX_MESH_EXTENT:
         raise ValueError(f"vertex coordinates span {extent:g}, more than float32 can hold ({MAX_MESH_EXTENT:g})")
     return vertices, faces

@@ -8,6 +8,7 @@ from bvh.builder import binned_sah_build
 from bvh.config import BuildConfig
 from bvh.node_layout import COUNT, FIRST, aligned_empty, outward_float32, pack_nodes
 from bvh.triangles import prepare_triangles
+from bvh.validation import check_mesh
 from bvh.wide_layout import CHILD_COUNT, CHILD_FIRST, EMPTY_MIN, WIDTH
 from tests.meshes import sample_mesh
 
@@ -15,7 +16,7 @@ from tests.meshes import sample_mesh
 def test_binary_nodes_are_32_bytes_with_siblings_on_one_cache_line():
     vertices, faces = sample_mesh("torus.ply")
     mesh = bvh.build(vertices, faces)
-    data = prepare_triangles(vertices, faces)
+    data = prepare_triangles(*check_mesh(vertices, faces))
     tree = binned_sah_build(data.boxes, data.centroids, BuildConfig())
     nodes = pack_nodes(tree)
     links = nodes.view(np.int32)
