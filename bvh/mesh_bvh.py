@@ -60,12 +60,8 @@ class MeshBVH:
         self._depth = depth
         self._sah_cost = sah_cost
         self._links = nodes.view(np.int32)
-        if len(triangles):
-            local = triangles.reshape(-1, 3)
-            size = np.linalg.norm(local.max(axis=0).astype(np.float64) - local.min(axis=0))
-            self._merge_length = MERGE_FRACTION * float(size)
-        else:
-            self._merge_length = 0.0
+        lo, hi = self.bounds
+        self._merge_length = MERGE_FRACTION * float(np.linalg.norm(hi - lo)) if len(triangles) else 0.0
         for array in (self.nodes, self.triangles, self.face_index, self.offset):
             array.setflags(write=False)
 
