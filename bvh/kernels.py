@@ -1,8 +1,9 @@
 """Batch query kernels over a mesh BVH: closest hit, any hit, all hits.
 
 Every kernel walks the four-wide tree (:mod:`bvh.wide_traversal`); the
-closest-hit kernel walks two rays in turns. Each query has a serial kernel (one ray or a few: no thread-pool
-wake-up) and a parallel one that ``prange``s over blocks of ``RAY_BLOCK`` rays, each block
+closest-hit kernel walks two rays in turns. Each query has a serial kernel
+(one ray or a few: no thread-pool wake-up) and a parallel one that
+``prange``s over blocks of ``RAY_BLOCK`` rays, each block
 with its own fixed-size traversal stack, allocated once per block and never
 inside the per-ray loop. Kernels take plain arrays; the Python wrappers in
 ``mesh_bvh`` validate inputs and shape results.
@@ -15,7 +16,7 @@ from numba import prange
 
 from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from .leaf_tests import any_hit_leaf, closest_hit_leaf, collect_hits_leaf, count_hits_leaf, triangle_edges
-from .wide_traversal import WIDE_STACK, make_wide_step, make_wide_traversal, ray_setup
+from .wide_traversal import make_wide_step, make_wide_traversal, new_stack, ray_setup
 
 _closest_step = make_wide_step(closest_hit_leaf)
 _any_traversal = make_wide_traversal(any_hit_leaf)
@@ -80,12 +81,8 @@ def _closest_block(nodes, links, tris, face_index, offset, origins, directions, 
     # (measured: 13-20% more rays per second on random rays). The two lanes
     # are written out rather than folded into a helper taking and returning
     # a tuple of lane state and stacks: that version ran three times slower.
-    first_a = np.empty(WIDE_STACK, np.int32)
-    count_a = np.empty(WIDE_STACK, np.int32)
-    t_a = np.empty(WIDE_STACK, np.float64)
-    first_b = np.empty(WIDE_STACK, np.int32)
-    count_b = np.empty(WIDE_STACK, np.int32)
-    t_b = np.empty(WIDE_STACK, np.float64)
+    first_a, count_a, t_a = new_stack()
+    first_b, count_b, t_b = new_stack()
     ray_a = start
     consts_a = _start_ray(origins, directions, offset, ray_a, rows)
     node_a, leaf_a, sp_a, tmax_a, busy_a = 0, 0, 0, tmax, True
@@ -143,9 +140,7 @@ def closest_hits_parallel(nodes, links, tris, face_index, offset, origins, direc
 
 @jit
 def _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, occluded):
-    stack_first = np.empty(WIDE_STACK, np.int32)
-    stack_count = np.empty(WIDE_STACK, np.int32)
-    stack_t = np.empty(WIDE_STACK, np.float64)
+    stack_first, stack_count, stack_t = new_stack()
     flat_nodes = nodes.reshape(nodes.size)
     flat_links = links.reshape(links.size)
     flat_tris = tris.reshape(tris.size)
@@ -172,9 +167,7 @@ def occluded_parallel(nodes, links, tris, offset, origins, directions, tmin, tma
 
 @jit
 def _count_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, counts):
-    stack_first = np.empty(WIDE_STACK, np.int32)
-    stack_count = np.empty(WIDE_STACK, np.int32)
-    stack_t = np.empty(WIDE_STACK, np.float64)
+    stack_first, stack_count, stack_t = new_stack()
     flat_nodes = nodes.reshape(nodes.size)
     flat_links = links.reshape(links.size)
     flat_tris = tris.reshape(tris.size)
@@ -207,9 +200,7 @@ def _share_vertex(tris, j, k):
 @jit
 def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end,
                    starts, cursor, rows, ts, us, vs, keep, merge_length):
-    stack_first = np.empty(WIDE_STACK, np.int32)
-    stack_count = np.empty(WIDE_STACK, np.int32)
-    stack_t = np.empty(WIDE_STACK, np.float64)
+    stack_first, stack_count, stack_t = new_stack()
     flat_nodes = nodes.reshape(nodes.size)
     flat_links = links.reshape(links.size)
     flat_tris = tris.reshape(tris.size)

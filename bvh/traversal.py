@@ -40,8 +40,10 @@ def safe_reciprocal(x):
 
 
 @jit_inline
-def box_entry(nodes, node, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax):
-    """Entry distance of the ray into ``node``'s box within ``[tmin, tmax]``, or MISS.
+def slab_entry(nodes, near_x, near_y, near_z, far_x, far_y, far_z, oix, oiy, oiz, ix, iy, iz, tmin, tmax):
+    """Entry distance of the ray into a box within ``[tmin, tmax]``, or MISS;
+    ``near_x`` .. ``far_z`` are the flat indices in ``nodes`` of the box's
+    planes the ray meets first and last on each axis.
 
     ``oix = ox * ix`` (and y, z) are the ray's origin scaled by its reciprocal
     direction, so that each slab distance ``(b - o) / d`` is one fused
@@ -49,24 +51,31 @@ def box_entry(nodes, node, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tm
     about ``3 eps |t| + eps |b / d|``: the first part is what Ize's far factor
     covers, the second is far below the two float32 ulps every bound was
     padded by (``2^-23 |b|`` against ``2^-53 |b|``), so the test stays
-    conservative.
-
-    ``near_x`` is the column of the slab plane the ray meets first on x (0,
-    the min, for a non-negative reciprocal direction; 3, the max, otherwise),
-    and ``3 - near_x`` the far one (Williams et al., "An efficient and robust
-    ray-box intersection algorithm", 2005): no min/max per axis is needed.
+    conservative. Choosing the near and far plane by the sign of the
+    direction (Williams et al., "An efficient and robust ray-box intersection
+    algorithm", 2005) spares a min/max per axis.
     """
-    base = node * 8
-    near = max(max(np.float64(nodes[np.uint64(base + near_x)]) * ix - oix,
-                   np.float64(nodes[np.uint64(base + near_y + 1)]) * iy - oiy),
-               max(np.float64(nodes[np.uint64(base + near_z + 2)]) * iz - oiz, tmin))
-    far = min(min(np.float64(nodes[np.uint64(base + 3 - near_x)]) * ix - oix,
-                  np.float64(nodes[np.uint64(base + 4 - near_y)]) * iy - oiy),
-              np.float64(nodes[np.uint64(base + 5 - near_z)]) * iz - oiz) * IZE_FAR_SCALE
+    near = max(max(np.float64(nodes[np.uint64(near_x)]) * ix - oix, np.float64(nodes[np.uint64(near_y)]) * iy - oiy),
+               max(np.float64(nodes[np.uint64(near_z)]) * iz - oiz, tmin))
+    far = min(min(np.float64(nodes[np.uint64(far_x)]) * ix - oix, np.float64(nodes[np.uint64(far_y)]) * iy - oiy),
+              np.float64(nodes[np.uint64(far_z)]) * iz - oiz) * IZE_FAR_SCALE
     far = min(far, tmax)
     if near <= far:
         return near
     return MISS
+
+
+@jit_inline
+def box_entry(nodes, node, oix, oiy, oiz, ix, iy, iz, near_x, near_y, near_z, tmin, tmax):
+    """Entry distance of the ray into binary ``node``'s box within ``[tmin, tmax]``, or MISS.
+
+    ``near_x`` is the column of the slab plane the ray meets first on x (0,
+    the min, for a non-negative reciprocal direction; 3, the max, otherwise),
+    and ``3 - near_x`` the far one; likewise for y and z (columns 1, 4 and 2, 5).
+    """
+    base = node * 8
+    return slab_entry(nodes, base + near_x, base + near_y + 1, base + near_z + 2, base + 3 - near_x,
+                      base + 4 - near_y, base + 5 - near_z, oix, oiy, oiz, ix, iy, iz, tmin, tmax)
 
 
 @jit_inline

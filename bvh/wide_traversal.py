@@ -1,7 +1,7 @@
 """Stack-based traversal of the four-wide tree (:mod:`bvh.wide_layout`); the
 leaf test is a parameter, with the signature of :func:`bvh.traversal.make_traversal`'s.
 
-Each slot's slab test is that of :func:`bvh.traversal.box_entry`: float64
+Each slot's slab test is :func:`bvh.traversal.slab_entry`: float64
 distances from float32 bounds padded outwards, one fused multiply-add per
 plane, Ize's conservative far factor, a safe reciprocal for axis-aligned rays.
 The four tests of a node are independent, so the processor runs them side by
@@ -14,12 +14,18 @@ lies beyond them.
 import numpy as np
 
 from ._jit import MAX_DEPTH, jit_inline
-from .traversal import IZE_FAR_SCALE, MISS, safe_reciprocal
+from .traversal import MISS, safe_reciprocal, slab_entry
 from .wide_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MAX_Y, MAX_Z, MIN_X, MIN_Y, MIN_Z, ROW
 
 #: Entries of the per-ray stack: a node pushes at most three children, and the
 #: wide tree is no deeper than the binary one (< MAX_DEPTH).
 WIDE_STACK = 3 * MAX_DEPTH
+
+
+@jit_inline
+def new_stack():
+    """One ray's traversal scratch: ``(first, count, t)`` of ``WIDE_STACK`` entries."""
+    return np.empty(WIDE_STACK, np.int32), np.empty(WIDE_STACK, np.int32), np.empty(WIDE_STACK, np.float64)
 
 
 @jit_inline
@@ -31,16 +37,10 @@ def slot_entry(nodes, base, slot, oix, oiy, oiz, ix, iy, iz, near_x, near_y, nea
     a non-negative reciprocal direction, ``MAX_X`` otherwise) and
     ``MIN_X + MAX_X - near_x`` the far one; likewise for y and z.
     """
-    near = max(max(np.float64(nodes[np.uint64(base + near_x + slot)]) * ix - oix,
-                   np.float64(nodes[np.uint64(base + near_y + slot)]) * iy - oiy),
-               max(np.float64(nodes[np.uint64(base + near_z + slot)]) * iz - oiz, tmin))
-    far = min(min(np.float64(nodes[np.uint64(base + (MIN_X + MAX_X) - near_x + slot)]) * ix - oix,
-                  np.float64(nodes[np.uint64(base + (MIN_Y + MAX_Y) - near_y + slot)]) * iy - oiy),
-              np.float64(nodes[np.uint64(base + (MIN_Z + MAX_Z) - near_z + slot)]) * iz - oiz) * IZE_FAR_SCALE
-    far = min(far, tmax)
-    if near <= far:
-        return near
-    return MISS
+    at = base + slot
+    return slab_entry(nodes, at + near_x, at + near_y, at + near_z, at + (MIN_X + MAX_X) - near_x,
+                      at + (MIN_Y + MAX_Y) - near_y, at + (MIN_Z + MAX_Z) - near_z, oix, oiy, oiz, ix, iy, iz,
+                      tmin, tmax)
 
 
 @jit_inline
