@@ -21,18 +21,28 @@ import numba
 from numba import njit
 
 
+#: Modules of ``bvh`` that hold no kernel and that no kernel module imports
+#: (``tests/test_jit_cache.py`` checks the second part): the Python-facing
+#: API, loading and saving. A change to them cannot change compiled code, so
+#: they are left out of the cache key and editing them does not recompile.
+PYTHON_ONLY = frozenset({"__init__.py", "hits.py", "loader.py", "mesh_bvh.py", "persistence.py", "scene.py"})
+
+
 def _source_keyed_cache_dir(package: Path = Path(__file__).resolve().parent) -> Path:
-    """A numba cache directory named after a hash of every source file of ``bvh``.
+    """A numba cache directory named after a hash of the source files of ``bvh``.
 
     numba checks a cached kernel only against the file that defines it, so a
     kernel in ``kernels.py`` would keep running old code after a change to
     ``traversal.py`` or ``leaf_tests.py``, which it inlines. Keying the whole
-    cache by the sources makes any change, or an in-place upgrade, compile
-    afresh. The cache lives under ``NUMBA_CACHE_DIR`` when that is set, else
-    beside the package, else (a read-only install) in the user's cache.
+    cache by the sources (all but :data:`PYTHON_ONLY`) makes any change, or
+    an in-place upgrade, compile afresh. The cache lives under
+    ``NUMBA_CACHE_DIR`` when that is set, else beside the package, else (a
+    read-only install) in the user's cache.
     """
     digest = hashlib.sha256()
     for source in sorted(package.rglob("*.py")):
+        if source.parent == package and source.name in PYTHON_ONLY:
+            continue
         digest.update(source.relative_to(package).as_posix().encode())
         digest.update(source.read_bytes())
     name = f"numba-{digest.hexdigest()[:16]}"

@@ -67,3 +67,25 @@ def test_user_numba_cache_setting_is_left_alone():
     import numba
 
     assert numba.config.CACHE_DIR == os.environ.get("NUMBA_CACHE_DIR", "")
+
+
+def test_python_only_modules_cannot_reach_a_kernel(tmp_path, monkeypatch):
+    import re
+
+    from bvh._jit import PYTHON_ONLY, _source_keyed_cache_dir
+
+    package = ROOT / "bvh"
+    pure = {name[:-3] for name in PYTHON_ONLY}
+    for source in package.rglob("*.py"):
+        if source.parent == package and source.name in PYTHON_ONLY:
+            text = source.read_text()
+            assert not re.search(r"@(jit|jit_inline|jit_parallel|njit)\b", text), source.name
+            continue
+        imported = set(re.findall(r"^from \.+(\w+)", source.read_text(), re.MULTILINE))
+        assert not imported & pure, (source.name, imported & pure)
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    (tmp_path / "kernels.py").write_text("a = 1\n")
+    (tmp_path / "loader.py").write_text("b = 1\n")
+    first = _source_keyed_cache_dir(tmp_path)
+    (tmp_path / "loader.py").write_text("b = 2\n")
+    assert _source_keyed_cache_dir(tmp_path) == first
