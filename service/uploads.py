@@ -3,7 +3,8 @@
 The type comes from the file name's suffix, else from the part's
 ``Content-Type``; a type trimesh cannot read is a 415 before any parsing.
 A file that has a readable type but is empty, truncated, corrupt or holds no
-triangles is a 422 with ``bvh``'s message.
+triangles is a 422 with ``bvh``'s message, which names the format and where
+the file broke (an OBJ line, a GLB byte offset, the PLY rows found).
 """
 
 from dataclasses import dataclass
@@ -87,7 +88,12 @@ async def read_upload(upload: UploadFile) -> MeshFile:
     return MeshFile(upload.filename or "", file_type, content)
 
 
-def describe(mesh_file: MeshFile) -> SceneDescription:
-    """Read the file's meshes and instances (no BVH built yet); 422 when unreadable."""
+def describe(mesh_file: MeshFile, name: str | None = None) -> SceneDescription:
+    """Read the file's meshes and instances (no BVH built yet); 422 when unreadable.
+
+    ``name`` (default: the file name's stem) names the object of a file that
+    holds one mesh it does not name itself, instead of trimesh's "geometry_0".
+    """
+    object_name = name or PurePosixPath(mesh_file.filename).stem or None
     with client_errors(f"file {mesh_file.filename!r}: "):
-        return read_scene_description(mesh_file.content, mesh_file.file_type)
+        return read_scene_description(mesh_file.content, mesh_file.file_type, object_name)

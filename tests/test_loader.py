@@ -7,6 +7,8 @@ from ../shared/meshes (those tests skip when that folder is absent).
 import io
 import json
 import math
+import re
+import struct
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ import trimesh
 from trimesh.transformations import rotation_matrix, translation_matrix
 
 import sample_meshes
+from bvh import loader
 from bvh.loader import SceneDescription, load, read_scene_description, supported_file_types
 from tests.meshes import SHARED_MESHES, sample_mesh, shared_mesh
 
@@ -492,21 +495,30 @@ def test_face_indices_out_of_range_are_refused():
     ply = (b"ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
            b"property float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n"
            b"0 0 0\n1 0 0\n0 1 0\n3 0 1 7\n")
-    outside = r"could not read this as PLY: mesh .* has face indices outside 0\.\.2$"
-    with pytest.raises(ValueError, match=outside):
+    with pytest.raises(ValueError) as caught:
         read_scene_description(ply, "ply")
+    assert str(caught.value) == ("could not read this as PLY: a face of mesh 'geometry_0' refers to vertex 7, "
+                                 "but the mesh has 3 vertices (0..2)")
     with pytest.raises(ValueError, match=r"^could not read this as OBJ: "):
         read_scene_description(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 9\n", "obj")
+
+
+# What Python and numpy say when trimesh meets a damaged file: never passed on.
+INTERNALS = re.compile(r"[A-Z][a-z]+(Error|Exception)\b|out of bounds for axis|unmatched data|reshape|"
+                       r"values to unpack|inhomogeneous|NoneType|local variable|invalid literal|not in list")
 
 
 @pytest.mark.parametrize("file_type, data", [
     ("stl", GEAR_STL), ("ply", TORUS_PLY), ("glb", BOX_GLB),
     ("obj", grid_obj(header="mtllib a.mtl").encode()),
     ("off", trimesh.creation.box().export(file_type="off").encode()),
-], ids=["stl", "ply", "glb", "obj", "off"])
+    ("stl", trimesh.creation.box().export(file_type="stl_ascii").encode()),
+    ("ply", trimesh.creation.box().export(file_type="ply", encoding="ascii")),
+], ids=["stl", "ply", "glb", "obj", "off", "ascii stl", "ascii ply"])
 def test_damaged_files_raise_only_value_error(file_type, data):
     """Truncations and byte flips anywhere: the loader reads the file or
-    raises ValueError naming the format, whatever trimesh raised inside."""
+    raises ValueError naming the format, in its own words, whatever trimesh
+    raised inside."""
     rng = np.random.default_rng(4)
     damaged = [data[:cut] for cut in rng.integers(1, len(data), 25)]
     for _ in range(25):
@@ -520,6 +532,7 @@ def test_damaged_files_raise_only_value_error(file_type, data):
         except ValueError as exc:
             assert str(exc).startswith((f"could not read this as {file_type.upper()}: ",
                                         f"this {file_type.upper()} file ")), str(exc)
+            assert not INTERNALS.search(str(exc)), str(exc)
         else:
             for mesh in description.meshes:
                 assert np.isfinite(mesh.vertices).all()
@@ -580,3 +593,322 @@ def test_load_obj_keeps_source_faces_and_attributes():
     assert mesh.has_uvs and not mesh.has_normals and mesh.triangles == 528
     np.testing.assert_array_equal(scene.source_face(info.mesh), only_mesh(description).source_face)
     np.testing.assert_array_equal(scene.mesh_faces(info.mesh), only_mesh(description).faces)
+
+
+# ------------------------------------------ exact refusals of damaged files
+SQUARE_OBJ = "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvt 0 0\nvt 1 0\nvt 1 1\n"
+
+
+@pytest.mark.parametrize("text, message", [
+    (SQUARE_OBJ + "f 1 2 3\nf 1 3 9\n", "line 9: face refers to vertex 9, but the file defines 4 vertices"),
+    (SQUARE_OBJ + "f 1 2 3\nf 1 3 -5\n", "line 9: face refers to vertex -5, but the file defines 4 vertices"),
+    (SQUARE_OBJ + "f 0 1 2\n", "line 8: face refers to vertex 0, but OBJ numbers them from 1"),
+    (SQUARE_OBJ + "f 1/1 2/2 3/8\n",
+     "line 8: face refers to texture coordinate 8, but the file defines 3 texture coordinates"),
+    (SQUARE_OBJ + "f 1 2 3.5\n",
+     "line 8: face vertex '3.5' is not a vertex reference (v, v/vt, v//vn or v/vt/vn, whole numbers)"),
+    (SQUARE_OBJ + "f 1/1 2/2 3\n", "line 8: face vertex '3' is not written like the first one on its line ('1/1')"),
+    ("v 0 0 0\nv 1 0\nv 0 1 0\nf 1 2 3\n", "line 2: a 'v' line needs 3 numbers (x y z), but this one has 2"),
+    ("v 0 0 0\nv 1 0 x\nv 0 1 0\nf 1 2 3\n", "line 2: 'x' is not a number"),
+    # Cut inside the last face line: the file has no final line end.
+    (SQUARE_OBJ + "f 1/1 2/2 3/3\nf 1/1 3/3 4/",
+     "line 9: face vertex '4/' is not a vertex reference (v, v/vt, v//vn or v/vt/vn, whole numbers) "
+     "(it is the last line and has no line end: the file looks cut short)"),
+    (SQUARE_OBJ + "f 1 2 3\nf 1 3",
+     "line 9: a face needs at least 3 vertices, but this one has 2 "
+     "(it is the last line and has no line end: the file looks cut short)"),
+], ids=["vertex beyond", "negative beyond", "vertex 0", "uv beyond", "not a number", "mixed forms",
+        "short vertex", "vertex not a number", "cut in a reference", "cut after two vertices"])
+def test_damaged_obj_names_the_line(text, message):
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(text.encode(), "obj")
+    assert str(caught.value) == f"could not read this as OBJ: {message}"
+
+
+def test_obj_with_negative_references_and_no_final_line_end_still_loads():
+    mesh = only_mesh(read_scene_description((SQUARE_OBJ + "f -4 -3 -2\nf 1 3 4").encode(), "obj"))
+    assert len(mesh.faces) == 2
+    with pytest.raises(ValueError) as caught:
+        read_scene_description((SQUARE_OBJ + "f 1 2 3 # first\n").encode(), "obj")
+    assert str(caught.value) == ("could not read this as OBJ: line 8: face vertex '#' is not a vertex reference "
+                                 "(v, v/vt, v//vn or v/vt/vn, whole numbers)")
+
+
+def glb_of(document: dict, binary: bytes = b"") -> bytes:
+    """A GLB from a JSON document and a BIN chunk, lengths as the format says."""
+    text = json.dumps(document).encode()
+    text += b" " * (-len(text) % 4)
+    binary += b"\0" * (-len(binary) % 4)
+    chunks = len(text).to_bytes(4, "little") + b"JSON" + text
+    if binary:
+        chunks += len(binary).to_bytes(4, "little") + b"BIN\0" + binary
+    return b"glTF" + (2).to_bytes(4, "little") + (12 + len(chunks)).to_bytes(4, "little") + chunks
+
+
+def test_damaged_glb_names_the_byte():
+    def refusal(data):
+        with pytest.raises(ValueError) as caught:
+            read_scene_description(data, "glb")
+        return str(caught.value)
+
+    size = len(BOX_GLB)
+    assert refusal(BOX_GLB[:size // 2]) == (f"could not read this as GLB: the header (byte 8) says the file has "
+                                            f"{size} bytes, but it has {size // 2}: the file is truncated")
+    assert refusal(BOX_GLB[:7]) == "could not read this as GLB: the file has 7 bytes, fewer than the 12-byte GLB header"
+    # The header's length agrees with the cut file, the JSON chunk's does not.
+    cut = bytearray(BOX_GLB[:40])
+    cut[8:12] = (40).to_bytes(4, "little")
+    json_length = int.from_bytes(BOX_GLB[12:16], "little")
+    assert refusal(bytes(cut)) == (f"could not read this as GLB: byte 12: the JSON chunk says it holds {json_length} "
+                                   f"bytes, but only 20 follow it (the file is truncated)")
+    broken = glb_of({"asset": {"version": "2.0"}})
+    broken = broken[:30] + b"\x01" + broken[31:]
+    assert refusal(broken) == "could not read this as GLB: byte 30: the JSON chunk is not valid JSON"
+    short_bin = glb_of({"asset": {"version": "2.0"}, "buffers": [{"byteLength": 96}]}, b"\0" * 8)
+    assert refusal(short_bin) == ("could not read this as GLB: the JSON says buffer 0 holds 96 bytes, "
+                                  "but the BIN chunk holds 8")
+    assert refusal(b"GLTF" + BOX_GLB[4:]) == ("could not read this as GLB: it does not start with 'glTF' (bytes 0-3), "
+                                              "so it is not a GLB file")
+
+
+def test_gltf_that_is_not_json_says_where():
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(b'{"asset": {"version": "2.0"', "gltf")
+    assert str(caught.value) == "could not read this as GLTF: its JSON is not valid at character 28 (line 1, column 28)"
+
+
+def test_gltf_laid_out_wrongly_says_so_in_words():
+    document = {"asset": {"version": "2.0"}, "meshes": [{"primitives": [{"attributes": {"POSITION": 5}}]}],
+                "nodes": [{"mesh": 0}]}
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(json.dumps(document).encode(), "gltf")
+    assert str(caught.value).startswith("could not read this as GLTF: its content is not laid out as the GLTF "
+                                        "format says (damaged, or not a GLTF file)")
+
+
+def test_truncated_ply_says_how_many_rows_it_holds():
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(TORUS_PLY[:3000], "ply")
+    assert str(caught.value) == ("could not read this as PLY: the header announces 1152 vertices, but the file "
+                                 "holds 231 (its data ends at byte 3000): it is truncated")
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(TORUS_PLY[:-5], "ply")
+    assert str(caught.value) == (f"could not read this as PLY: the header announces 2304 faces, but the file holds "
+                                 f"2303 (its data ends at byte {len(TORUS_PLY) - 5}): it is truncated")
+    text = (b"ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\nproperty float z\n"
+            b"element face 2\nproperty list uchar int vertex_indices\nend_header\n"
+            b"0 0 0\n1 0 0\n1 1 0\n0 1 0\n3 0 1 2\n3 0 2")
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(text, "ply")
+    assert str(caught.value) == ("could not read this as PLY: the header announces 2 faces, but the file holds 1 "
+                                 "(its text ends at line 15): it is truncated")
+
+
+# ---------------------------------------------------- PLY triangle strips
+STRIP_VERTICES = [[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [2, 0, 0], [2, 1, 0], [3, 3, 3]]
+# Row 0: a strip of 4 (two triangles), a -1, a strip with a repeated vertex
+# (a degenerate turn, dropped but counted for the alternation); row 1: one triangle.
+STRIP_ROWS = [[0, 1, 2, 3, -1, 1, 4, 3, 3, 5, 6], [4, 5, 6]]
+STRIP_TRIANGLES = [[0, 1, 2], [2, 1, 3],        # k = 0 even, k = 1 odd
+                   [1, 4, 3],                   # second strip, k = 0
+                   # k = 1 (4, 3, 3) and k = 2 (3, 3, 5) repeat a vertex: dropped
+                   [5, 3, 6],                   # k = 3, odd: (s[4], s[3], s[5])
+                   [4, 5, 6]]
+
+
+def strip_ply(file_format: str, normals: bool = False) -> bytes:
+    properties = "property float x\nproperty float y\nproperty float z\n"
+    if normals:
+        properties += "property float nx\nproperty float ny\nproperty float nz\n"
+    header = (f"ply\nformat {file_format} 1.0\nelement vertex {len(STRIP_VERTICES)}\n{properties}"
+              f"element tristrips {len(STRIP_ROWS)}\nproperty list int int vertex_indices\nend_header\n").encode()
+    vertices = np.array(STRIP_VERTICES, dtype=np.float64)
+    if normals:
+        vertices = np.column_stack([vertices, np.tile([0.0, 0.0, 1.0], (len(vertices), 1))])
+    if file_format == "ascii":
+        body = "".join(" ".join(f"{x:g}" for x in row) + "\n" for row in vertices)
+        body += "".join(" ".join(str(i) for i in [len(row), *row]) + "\n" for row in STRIP_ROWS)
+        return header + body.encode()
+    order = "<" if file_format == "binary_little_endian" else ">"
+    body = vertices.astype(order + "f4").tobytes()
+    for row in STRIP_ROWS:
+        body += np.array([len(row), *row], dtype=order + "i4").tobytes()
+    return header + body
+
+
+@pytest.mark.parametrize("file_format", ["ascii", "binary_little_endian", "binary_big_endian"])
+def test_ply_triangle_strips_become_triangles(file_format):
+    mesh = only_mesh(read_scene_description(strip_ply(file_format), "ply"))
+    np.testing.assert_array_equal(mesh.faces, STRIP_TRIANGLES)
+    np.testing.assert_array_equal(mesh.vertices, STRIP_VERTICES)
+    np.testing.assert_array_equal(mesh.source_face, np.arange(len(STRIP_TRIANGLES)))
+    assert mesh.normals is None and mesh.uvs is None
+
+
+def test_ply_triangle_strips_keep_normals_and_load_as_a_scene(tmp_path):
+    path = tmp_path / "strips.ply"
+    path.write_bytes(strip_ply("binary_little_endian", normals=True))
+    mesh = only_mesh(read_scene_description(path))
+    assert mesh.name == "strips.ply"
+    np.testing.assert_array_equal(mesh.normals, np.tile([0.0, 0.0, 1.0], (len(STRIP_VERTICES), 1)))
+    scene = load(path)
+    assert scene.triangle_count == len(STRIP_TRIANGLES)
+
+
+def test_ply_triangle_strip_beyond_the_vertices_is_refused():
+    data = strip_ply("ascii").replace(b"3 4 5 6\n", b"3 4 5 9\n")
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(data, "ply")
+    assert str(caught.value) == ("could not read this as PLY: a triangle strip refers to vertex 9, but the file has "
+                                 "7 vertices (0..6); only -1 separates strips")
+
+
+def test_truncated_ply_strips_are_refused():
+    data = strip_ply("binary_little_endian")
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(data[:-6], "ply")
+    assert str(caught.value) == (f"could not read this as PLY: the header announces 2 triangle strips, but the file "
+                                 f"holds 1 (its data ends at byte {len(data) - 6}): it is truncated")
+
+
+# ------------------------------------------------------------- naming
+def test_name_names_a_single_mesh_the_file_does_not_name():
+    box = trimesh.creation.box()
+    unnamed = {"stl": box.export(file_type="stl"), "obj": box.export(file_type="obj").encode(),
+               "ply": box.export(file_type="ply"), "ply strips": strip_ply("ascii")}
+    for key, data in unnamed.items():
+        description = read_scene_description(data, key.split()[0], name="gear")
+        assert (only_mesh(description).name, description.instances[0].name) == ("gear", "gear"), key
+    named_obj = ("o cube\n" + box.export(file_type="obj")).encode()
+    assert read_scene_description(named_obj, "obj", name="gear").instances[0].name == "cube"
+    # trimesh's own export names its node and mesh "geometry_0" in the file.
+    assert read_scene_description(BOX_GLB, "glb", name="gear").instances[0].name == "geometry_0"
+    assert read_scene_description(unnamed["stl"], "stl").instances[0].name == "geometry_0"
+
+
+def test_name_names_an_unnamed_gltf_node():
+    document = {"asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": [0]}], "nodes": [{"mesh": 0}],
+                "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "mode": 4}]}],
+                "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+                               "max": [1, 1, 0], "min": [0, 0, 0]}],
+                "bufferViews": [{"buffer": 0, "byteLength": 36}], "buffers": [{"byteLength": 36}]}
+    triangle = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], dtype="<f4").tobytes()
+    assert read_scene_description(glb_of(document, triangle), "glb", name="gear").instances[0].name == "gear"
+    document["nodes"][0]["name"] = "bracket"
+    assert read_scene_description(glb_of(document, triangle), "glb", name="gear").instances[0].name == "bracket"
+
+
+def ply_header(file_format: str, vertex_properties: str, count_vertices: int, rest: str) -> bytes:
+    return (f"ply\nformat {file_format} 1.0\nelement vertex {count_vertices}\n{vertex_properties}"
+            f"{rest}end_header\n").encode()
+
+
+XYZ = "property float x\nproperty float y\nproperty float z\n"
+STRIPS = "element tristrips 1\nproperty list int int vertex_indices\n"
+SIGNED_LISTS = ply_header("binary_little_endian", XYZ, 1, "element face 1\nproperty list char int vertex_indices\n")
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"glTF" + (2).to_bytes(4, "little") + (16).to_bytes(4, "little") + b"\0" * 4,
+     "byte 12: the file ends inside a chunk header"),
+    (b"glTF" + (2).to_bytes(4, "little") + (20).to_bytes(4, "little") + (0).to_bytes(4, "little") + b"BIN\0",
+     "byte 12: the first chunk is BIN, not JSON"),
+    (b"glTF" + (2).to_bytes(4, "little") + (12).to_bytes(4, "little"), "it has no JSON chunk"),
+    (b"glTF" + (2).to_bytes(4, "little") + (24).to_bytes(4, "little") + (4).to_bytes(4, "little") + b"JSON\xff   ",
+     "byte 20: the JSON chunk is not UTF-8 text"),
+    (BOX_GLB + b"\0" * 4,
+     f"the header (byte 8) says the file has {len(BOX_GLB)} bytes, but it has {len(BOX_GLB) + 4}: bytes follow "
+     f"the end it declares"),
+], ids=["cut chunk header", "bin first", "no json", "json not utf-8", "bytes after the end"])
+def test_glb_refusals(data, message):
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(data, "glb")
+    assert str(caught.value) == f"could not read this as GLB: {message}"
+
+
+@pytest.mark.parametrize("data, message", [
+    (SIGNED_LISTS + np.zeros(3, "<f4").tobytes() + b"\xff",
+     f"byte {len(SIGNED_LISTS) + 12}: a list of 'face' has a negative length -1"),
+    (ply_header("ascii", XYZ, 1, "element face 1\nproperty list uchar int vertex_indices\n") + b"0 0 0\nthree 0 0 0\n",
+     "row 1 of 'face': the list length 'three' is not a whole number"),
+    (ply_header("ascii", XYZ + "property list uchar float weights\n", 1, STRIPS) + b"0 0 0 1 1\n3 0 0 0\n",
+     "its vertices have list properties, which are not read beside triangle strips or polygons of mixed sizes"),
+    (ply_header("ascii", "property float a\n", 1, STRIPS) + b"0\n3 0 0 0\n", "its vertices have no x, y and z"),
+    (ply_header("ascii", XYZ, 1, STRIPS) + b"0 zero 0\n3 0 0 0\n", "a vertex row holds something other than numbers"),
+    (ply_header("ascii", XYZ, 1, "element tristrips 1\nproperty list int int corners\n") + b"0 0 0\n3 0 0 0\n",
+     "its tristrips element has no vertex_indices list"),
+    (ply_header("ascii", XYZ, 1, STRIPS) + b"0 0 0\n3 0 x 0\n",
+     "a triangle strip holds something other than whole numbers"),
+    (b"ply\nformat ascii 1.0\n" + STRIPS.encode() + b"end_header\n3 0 1 2\n",
+     "it has faces or triangle strips but no vertex element"),
+], ids=["negative list length", "list length not a number", "vertex lists", "no xyz", "vertex not a number",
+        "no vertex_indices", "strip not a number", "no vertices"])
+def test_ply_refusals(data, message):
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(data, "ply")
+    assert str(caught.value) == f"could not read this as PLY: {message}"
+
+
+def test_binary_ply_with_mixed_polygons_is_read_as_fans():
+    """trimesh refuses binary faces of different vertex counts; they are read here."""
+    header = ply_header("binary_little_endian", XYZ, 5,
+                        "element face 3\nproperty list uchar int vertex_indices\nproperty uchar flags\n")
+    body = (np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [2, 0, 0]], "<f4").tobytes()
+            + bytes([3]) + np.array([0, 1, 2], "<i4").tobytes() + bytes([7])
+            + bytes([4]) + np.array([0, 1, 2, 3], "<i4").tobytes() + bytes([7])
+            + bytes([5]) + np.array([4, 2, 1, 0, 3], "<i4").tobytes() + bytes([7]))
+    mesh = only_mesh(read_scene_description(header + body, "ply"))
+    np.testing.assert_array_equal(mesh.faces, [[0, 1, 2], [0, 1, 2], [0, 2, 3], [4, 2, 1], [4, 1, 0], [4, 0, 3]])
+    np.testing.assert_array_equal(mesh.source_face, [0, 1, 1, 2, 2, 2])
+    wrong = body.replace(np.array([4, 2, 1, 0, 3], "<i4").tobytes(), np.array([4, 2, 1, 0, 9], "<i4").tobytes())
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(header + wrong, "ply")
+    assert str(caught.value) == ("could not read this as PLY: a face refers to vertex 9, but the file has "
+                                 "5 vertices (0..4)")
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(header + body[:-3], "ply")
+    assert str(caught.value) == (f"could not read this as PLY: the header announces 3 faces, but the file holds 2 "
+                                 f"(its data ends at byte {len(header + body) - 3}): it is truncated")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1\v2\v3\n",
+     "line 4: face line 'f 1\\x0b2\\x0b3' separates its vertices by something other than spaces or tabs"),
+    ("v 0 0 0\nv 1 0 0\nv 0 1 0\nvt\nf 1 2 3\n",
+     "line 4: a 'vt' line needs at least 1 number (u [v]), but this one has 0"),
+    ("v 0 0 0\nv 1 0 0\nv 0 1 0\nvn 0 1\nf 1 2 3\n", "line 4: a 'vn' line needs 3 numbers (x y z), but this one has 2"),
+], ids=["vertical tabs", "empty vt", "short vn"])
+def test_more_obj_refusals(text, message):
+    with pytest.raises(ValueError) as caught:
+        read_scene_description(text.encode(), "obj")
+    assert str(caught.value) == f"could not read this as OBJ: {message}"
+
+
+@pytest.mark.parametrize("error, reason", [
+    (ValueError("string or file could not be read to its end due to unmatched data"),
+     "it holds text where numbers should be"),
+    (ValueError("cannot reshape array of size 7 into shape (3)"),
+     "its rows or header do not hold the values the OFF format needs (damaged or truncated)"),
+    (IndexError("index 8 is out of bounds for axis 0 with size 3"),
+     "it refers to data that is not in the file (damaged, or not an OFF file)"),
+    (struct.error("unpack requires a buffer of 4 bytes"),
+     "it ends before the data it announces (truncated, or not an OFF file)"),
+    (TypeError("'NoneType' object is not subscriptable"),
+     "its content is not laid out as the OFF format says (damaged, or not an OFF file)"),
+    (UnicodeDecodeError("utf-8", b"ab\xff", 2, 3, "invalid start byte"),
+     "byte 2 is not UTF-8 text"),
+    (RuntimeError(), "the file is damaged or not an OFF file"),
+    (RuntimeError("OFF file is missing the vertex/face count line"), "OFF file is missing the vertex/face count line"),
+], ids=["numbers", "rows", "index", "struct", "layout", "utf-8", "no message", "trimesh's words"])
+def test_reasons_speak_of_the_file(error, reason):
+    assert loader._reason(error, "OFF") == reason
+
+
+def test_load_names_the_single_unnamed_object():
+    scene = load(trimesh.creation.box().export(file_type="stl"), "stl", name="gear")
+    assert [info.name for info in scene.objects] == ["gear"]
+
+
+def test_obj_with_indented_lines_and_crlf_loads_whole():
+    mesh = only_mesh(read_scene_description(b"  v 0 0 0\r\n\tv 1 0 0\r\n v 0 1 0\r\n  f 1 2 3\r\n", "obj"))
+    np.testing.assert_array_equal(mesh.faces, [[0, 1, 2]])

@@ -12,7 +12,7 @@ from ..bodies import JSON, MULTIPART, form_file, form_text, media_type, parse_js
 from ..building import add_file_meshes, add_inline_meshes, place_file_instances, place_inline_meshes
 from ..deps import SceneStoreDep, StoredSceneDep, wait_until_ready
 from ..errors import ClientError, client_errors
-from ..openapi import body_doc
+from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
 from ..schemas import ErrorOut, SceneCreate, SceneList, SceneOut
 from ..serialize import scene_json, scene_summary_json
@@ -38,7 +38,7 @@ def _check_name(name: str | None) -> str | None:
 
 def _create_from_file(store: SceneStore, mesh_file: MeshFile, name: str | None):
     start = time.perf_counter()
-    description = describe(mesh_file)
+    description = describe(mesh_file, name)
     scene = bvh.Scene()
     with client_errors(f"file {mesh_file.filename!r}: "):
         place_file_instances(scene, description, add_file_meshes(scene, description))
@@ -55,7 +55,7 @@ def _create_from_meshes(store: SceneStore, body: SceneCreate):
 
 @router.post("/scenes", status_code=201, response_model=SceneOut,
              responses={413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}},
-             openapi_extra=body_doc(SceneCreate, multipart=UPLOAD_FORM))
+             openapi_extra=body_doc(SceneCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["scene"]))
 async def create_scene(request: Request, store: SceneStoreDep):
     """Create a scene from an uploaded file (multipart ``file``, optional ``name``) or from
     inline meshes (JSON). The scene is saved before the answer."""
