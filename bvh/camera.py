@@ -34,6 +34,7 @@ import numpy as np
 
 from . import validation
 from ._jit import jit
+from .primitives._validate import MAX_COORDINATE
 
 #: Largest accepted image width or height, in pixels.
 MAX_IMAGE_SIZE = 1 << 24
@@ -52,9 +53,14 @@ NEAR_FRACTION = 1.0e-3
 #: angle between them is below this.
 MIN_UP_SINE = 1.0e-6
 
-#: A product ``projection @ view`` whose computed inverse misses the identity
-#: by more than this (relative) is refused as singular.
-INVERSE_TOLERANCE = 1.0e-6
+#: A matrix whose condition number exceeds this once its rows and columns
+#: are equilibrated is refused as singular: its inverse would keep fewer than
+#: four significant digits.
+MAX_CONDITION = 1.0e12
+
+#: Rounds of row-and-column scaling before the condition number is taken;
+#: a 4 x 4 matrix settles in a few.
+EQUILIBRATION_STEPS = 8
 
 #: The corners of the NDC cube, homogeneous, near face (z = -1) first.
 _NDC_CORNERS = np.array([[x, y, z, 1.0] for z in (-1.0, 1.0) for y in (-1.0, 1.0) for x in (-1.0, 1.0)])
@@ -115,6 +121,29 @@ def _coordinates(name: str, value, expected: str) -> np.ndarray:
     if array.size and np.abs(array).max() > MAX_PIXEL:
         raise ValueError(f"{name} must be pixel coordinates within +-{MAX_PIXEL:g} ({expected})")
     return array
+
+
+def _too_far_apart(view: np.ndarray, projection: np.ndarray) -> str:
+    """The end of a refusal for matrices float64 cannot compute with, naming their range."""
+    magnitudes = np.abs(np.concatenate([view.ravel(), projection.ravel()]))
+    magnitudes = magnitudes[magnitudes > 0.0]
+    return (f"in float64: the matrices' entries lie too far apart (magnitudes from {magnitudes.min():.3g} "
+            f"to {magnitudes.max():.3g})")
+
+
+def _invertible(matrix: np.ndarray) -> bool:
+    """Whether the square ``matrix`` is invertible whatever the units of its
+    rows and columns: its condition number after equilibration (alternate
+    scalings of rows and columns to a largest entry of 1, Ruiz 2001) is below
+    :data:`MAX_CONDITION`."""
+    scaled = np.array(matrix, dtype=np.float64)
+    for _ in range(EQUILIBRATION_STEPS):
+        for axis in (1, 0):
+            largest = np.abs(scaled).max(axis=axis, keepdims=True)
+            if not (largest > 0.0).all():
+                return False
+            scaled /= np.sqrt(largest)
+    return bool(np.linalg.cond(scaled) < MAX_CONDITION)
 
 
 def pixel_centers(width: int, height: int) -> np.ndarray:
@@ -186,7 +215,13 @@ def perspective(fov_y_deg, aspect, near, far=None) -> np.ndarray:
         raise ValueError(f"fov_y_deg must be a number of degrees strictly between 0 and 180, got {fov_y_deg!r}")
     aspect = _positive("aspect", aspect)
     near = _positive("near", near)
-    focal = 1.0 / math.tan(math.radians(fov) / 2.0)
+    # The angle is checked after conversion: 5e-324 degrees passes the range
+    # test yet is 0 radians, whose tangent has no inverse.
+    half_tangent = math.tan(math.radians(fov) / 2.0)
+    focal = 1.0 / half_tangent if half_tangent > 0.0 else math.inf
+    if not (math.isfinite(focal) and math.isfinite(focal / aspect)):
+        raise ValueError(f"fov_y_deg = {fov!r} is too narrow to project: the focal length 1 / tan(fov_y / 2) "
+                         f"is not a finite number (with aspect {aspect:g})")
     projection = np.zeros((4, 4))
     projection[0, 0] = focal / aspect
     projection[1, 1] = focal
@@ -214,6 +249,12 @@ def _perspective_rays(pixels, width, height, eye, ray_map, origins, directions):
         dx = ray_map[0, 0] * x + ray_map[0, 1] * y + (ray_map[0, 2] + ray_map[0, 3])
         dy = ray_map[1, 0] * x + ray_map[1, 1] * y + (ray_map[1, 2] + ray_map[1, 3])
         dz = ray_map[2, 0] * x + ray_map[2, 1] * y + (ray_map[2, 2] + ray_map[2, 3])
+        # Scaled to a largest component of 1 before squaring: squares of tiny
+        # or huge components would underflow to 0 or overflow to inf.
+        largest = max(abs(dx), abs(dy), abs(dz))
+        dx /= largest
+        dy /= largest
+        dz /= largest
         inv = 1.0 / math.sqrt(dx * dx + dy * dy + dz * dz)
         origins[i, 0] = eye[0]
         origins[i, 1] = eye[1]
@@ -265,19 +306,37 @@ class Camera:
             clip = projection @ view
         if not np.isfinite(clip).all():
             raise ValueError("projection @ view overflows: the matrices hold values too large to combine")
-        try:
-            inverse = np.linalg.inv(clip)
-        except np.linalg.LinAlgError:
-            inverse = None
-        if inverse is None or not np.isfinite(inverse).all() or (
-                np.abs(clip @ inverse - np.eye(4)).max() > INVERSE_TOLERANCE):
+        # Invertibility is judged whatever the units: with a rigid-or-affine
+        # view, on the view's rotation and the projection apart (the product
+        # carries the camera's distance from the world origin, which is no
+        # degeneracy), each with its rows and columns equilibrated (a focal
+        # length of 1e12 or a near plane at 1e-9 is no degeneracy either).
+        affine_view = np.array_equal(view[3], [0.0, 0.0, 0.0, 1.0])
+        parts = (view[:3, :3], projection) if affine_view else (clip,)
+        if not all(_invertible(part) for part in parts):
             raise ValueError("projection @ view must be invertible (a singular matrix maps space onto a plane)")
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+                inverse = np.linalg.inv(clip)
+                # The view-space image of NDC: a rigid-or-affine view keeps w, so
+                # this matrix's row of w is the inverse's, without the error that
+                # the camera's distance from the world origin brings to ``inverse``.
+                homogeneous = np.linalg.inv(projection) if affine_view else inverse
+        except np.linalg.LinAlgError:
+            # Both parts are invertible, their product rounds to a singular matrix.
+            raise ValueError("projection @ view cannot be inverted " + _too_far_apart(view, projection)) from None
+        if not (np.isfinite(inverse).all() and np.isfinite(homogeneous).all()):
+            raise ValueError("projection @ view cannot be inverted " + _too_far_apart(view, projection))
 
         # w of the eight NDC corners taken back to world space, as homogeneous
         # points: one sign for the whole view volume (the sign of points in
         # front of the camera; -projection is the same camera), zero only on a
         # face at infinity (the far plane of an infinite projection).
-        w = _NDC_CORNERS @ inverse[3]
+        # (Scaled to a largest entry of 1 first: only the signs and ratios of w count.)
+        w_scale = np.abs(homogeneous[3]).max()
+        if not w_scale > 0.0:
+            raise ValueError("projection @ view cannot be inverted " + _too_far_apart(view, projection))
+        w = _NDC_CORNERS @ (homogeneous[3] / w_scale)
         scale = np.abs(w).max()
         sign = 1.0 if w[np.argmax(np.abs(w))] > 0.0 else -1.0
         finite_face = (sign * w[:4] > PLANE_AT_INFINITY * scale).all() or (
@@ -287,19 +346,26 @@ class Camera:
                              "(its near plane at a finite distance)")
 
         # The centre of projection is the point that clip space sends to
-        # x = y = w = 0: the inverse's image of (0, 0, 1, 0). An orthographic
-        # projection's last row is (0, 0, 0, 1): every point has the same w,
-        # and the centre lies at infinity.
-        orthographic = np.abs(clip[3, :3]).max() <= 1.0e-12 * abs(clip[3, 3])
+        # x = y = w = 0: the image of (0, 0, 1, 0), whose w is zero
+        # (orthographic) when the row of w does not depend on NDC z. It is
+        # taken from ``homogeneous``, in view space for a rigid-or-affine view,
+        # where the camera's distance from the world origin plays no part:
+        # compared in world space, a camera 1e12 away looked orthographic.
+        orthographic = abs(homogeneous[3, 2]) <= 1.0e-12 * np.abs(homogeneous[3]).max()
         eye = None
         ray_map = None
         if not orthographic:
-            centre = inverse[:, 2]
-            eye = centre[:3] / centre[3]
+            centre = homogeneous[:, 2]
+            with np.errstate(over="ignore", invalid="ignore"):
+                eye = centre[:3] / centre[3]
+                if affine_view:
+                    eye = np.linalg.solve(view[:3, :3], eye - view[:3, 3])
             if not np.isfinite(eye).all() or np.abs(eye).max() > validation.MAX_ORIGIN:
                 raise ValueError("the camera's centre of projection lies too far away "
                                  f"(beyond {validation.MAX_ORIGIN:g} of the world origin)")
-            ray_map = self._perspective_ray_map(view, projection, inverse, eye, sign)
+            # (A map float64 cannot hold gives rays that are not finite: :meth:`rays` refuses those.)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+                ray_map = self._perspective_ray_map(view, homogeneous, eye, sign, affine_view)
             eye.setflags(write=False)
         for array in (clip, inverse):
             array.setflags(write=False)
@@ -310,25 +376,31 @@ class Camera:
         setattr_(self, "_ray_map", ray_map)
 
     @staticmethod
-    def _perspective_ray_map(view, projection, inverse, eye, sign) -> np.ndarray:
+    def _perspective_ray_map(view, homogeneous, eye, sign, affine_view) -> np.ndarray:
         """The ``(3, 4)`` matrix taking ``(ndc_x, ndc_y, 1, 1)`` to a direction
-        from the eye through that far-plane point (any positive length).
+        from the eye through that far-plane point (any positive length; its
+        largest entry is 1).
 
-        For the homogeneous far point ``h``, ``h.xyz - h.w * eye`` is ``h.w``
-        times (point - eye), and stays right when the far plane is at infinity
-        (``h.w = 0``, ``h`` is then the direction itself); ``sign`` turns it
-        away from the eye. With a rigid-or-affine view, that difference is
-        formed in view space, where the eye is near the origin, and rotated:
-        forming it in world space would cancel the camera's distance from the
-        world origin (1e-9 of error at 1e6 away).
+        ``homogeneous`` is the inverse of the projection (``affine_view``) or
+        of ``projection @ view``. For the homogeneous far point ``h``,
+        ``h.xyz - h.w * eye`` is ``h.w`` times (point - eye), and stays right
+        when the far plane is at infinity (``h.w = 0``, ``h`` is then the
+        direction itself); ``sign`` turns it away from the eye. With a
+        rigid-or-affine view, that difference is formed in view space, where
+        the eye is near the origin, and rotated: forming it in world space
+        would cancel the camera's distance from the world origin (1e-9 of
+        error at 1e6 away).
         """
-        if np.array_equal(view[3], [0.0, 0.0, 0.0, 1.0]):
-            inverse_projection = np.linalg.inv(projection)
-            centre = inverse_projection[:, 2]
+        if affine_view:
+            centre = homogeneous[:, 2]
             eye_in_view = centre[:3] / centre[3]
-            in_view = sign * (inverse_projection[:3] - np.outer(eye_in_view, inverse_projection[3]))
-            return np.linalg.solve(view[:3, :3], in_view)
-        return sign * (inverse[:3] - np.outer(eye, inverse[3]))
+            in_view = sign * (homogeneous[:3] - np.outer(eye_in_view, homogeneous[3]))
+            ray_map = np.linalg.solve(view[:3, :3], in_view)
+        else:
+            ray_map = sign * (homogeneous[:3] - np.outer(eye, homogeneous[3]))
+        # A positive scale changes no direction, and keeps the kernel's
+        # components near 1 whatever the matrices' units.
+        return ray_map / np.abs(ray_map).max()
 
     def __eq__(self, other):
         if not isinstance(other, Camera):
@@ -368,6 +440,15 @@ class Camera:
         if near is None:
             near = NEAR_FRACTION * distance
         projection = perspective(fov_y_deg, width / height, near, far)
+        # A bound on the entries of projection @ view: a narrow field of view
+        # far from the world origin multiplies a huge focal length by a huge
+        # translation.
+        with np.errstate(over="ignore"):
+            largest = np.abs(projection).max() * np.abs(view).sum(axis=0).max()
+        if not math.isfinite(largest):
+            raise ValueError(f"fov_y_deg = {float(fov_y_deg)!r} is too narrow for a camera "
+                             f"{float(np.abs(view[:3, 3]).max()):.3g} from the world origin: "
+                             "projection @ view would overflow")
         return cls(view, projection, width, height)
 
     @classmethod
@@ -435,15 +516,25 @@ class Camera:
             directions = np.empty((n, 3))
             _perspective_rays(np.ascontiguousarray(pixels), float(self.width), float(self.height), self._eye,
                               self._ray_map, origins, directions)
-            return origins, directions
-        ndc_x, ndc_y = self._ndc(pixels[:, 0], pixels[:, 1])
-        ndc = np.stack([ndc_x, ndc_y, np.full(n, -1.0), np.ones(n)], axis=1)
-        near = ndc @ self._inverse.T
-        ndc[:, 2] = 1.0
-        far = ndc @ self._inverse.T
-        origins = near[:, :3] / near[:, 3:]
-        directions = far[:, :3] / far[:, 3:] - origins
-        directions /= np.sqrt(np.einsum("ij,ij->i", directions, directions))[:, None]
+        else:
+            ndc_x, ndc_y = self._ndc(pixels[:, 0], pixels[:, 1])
+            ndc = np.stack([ndc_x, ndc_y, np.full(n, -1.0), np.ones(n)], axis=1)
+            # Homogeneous points keep their meaning under any scale: the
+            # inverse's largest entry is made 1, so the products cannot overflow.
+            inverse = self._inverse / np.abs(self._inverse).max()
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+                near = ndc @ inverse.T
+                ndc[:, 2] = 1.0
+                far = ndc @ inverse.T
+                origins = near[:, :3] / near[:, 3:]
+                directions = far[:, :3] / far[:, 3:] - origins
+                # Scaled to a largest component of 1 before squaring (see _perspective_rays).
+                directions /= np.abs(directions).max(axis=1, keepdims=True)
+                directions /= np.sqrt(np.einsum("ij,ij->i", directions, directions))[:, None]
+        finite = np.isfinite(directions).all(axis=1) & np.isfinite(origins).all(axis=1)
+        if not finite.all():
+            row = int(np.flatnonzero(~finite)[0])
+            raise ValueError(f"pixel {pixels[row].tolist()} has no ray " + _too_far_apart(self.view, self.projection))
         return origins, directions
 
     def frustum(self, rect=None) -> np.ndarray:
@@ -488,18 +579,32 @@ class Camera:
             raise ValueError(f"rect must have a non-zero width, got x0 = {x0!r} and x1 = {x1!r}")
         if not bottom < top:
             raise ValueError(f"rect must have a non-zero height, got y0 = {y0!r} and y1 = {y1!r}")
-        m = self._clip
-        rows = np.array([
-            m[0] - left * m[3],
-            right * m[3] - m[0],
-            top * m[3] - m[1],
-            m[1] - bottom * m[3],
-            m[2] + m[3],
-            m[3] - m[2],
-        ]) * self._w_sign
-        lengths = np.linalg.norm(rows[:, :3], axis=1)
+        # A plane keeps its meaning under any positive scale: the clip matrix's
+        # largest entry is made 1 (no product below can overflow), and each
+        # row its largest normal component before its length is taken (no
+        # square can underflow).
+        m = self._clip / np.abs(self._clip).max()
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            rows = np.array([
+                m[0] - left * m[3],
+                right * m[3] - m[0],
+                top * m[3] - m[1],
+                m[1] - bottom * m[3],
+                m[2] + m[3],
+                m[3] - m[2],
+            ]) * self._w_sign
+            largest = np.abs(rows[:, :3]).max(axis=1)
+            scaled = rows / largest[:, None]
+            lengths = np.linalg.norm(scaled[:, :3], axis=1)
         # The side planes always pass through the view volume; only the depth
         # planes can lie at infinity, where their normal vanishes.
         keep = np.ones(6, bool)
-        keep[4:] = lengths[4:] > PLANE_AT_INFINITY * lengths.max()
-        return rows[keep] / lengths[keep, None]
+        keep[4:] = largest[4:] > PLANE_AT_INFINITY * largest.max()
+        planes = scaled[keep] / lengths[keep, None]
+        if not np.isfinite(planes).all():
+            raise ValueError(f"rect {rect.tolist()} has no frustum " + _too_far_apart(self.view, self.projection))
+        farthest = np.abs(planes[:, 3]).max()
+        if farthest > MAX_COORDINATE:
+            raise ValueError(f"rect {rect.tolist()} has a frustum too far away to select with: a plane passes "
+                             f"{farthest:.3g} from the world origin, beyond {MAX_COORDINATE:g}")
+        return planes

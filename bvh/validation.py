@@ -8,8 +8,10 @@ import numpy as np
 from ._jit import jit
 from .triangles import used_bounds
 
-#: Directions shorter than this are refused as zero: their slab distances
-#: would leave the range the traversal's safe reciprocal keeps finite.
+#: Directions shorter than this are refused as too short to trace: their
+#: slab distances would leave the range the traversal's safe reciprocal keeps
+#: finite, and the parametric ``t`` of a hit (distance / length) the range of
+#: the kernels' finite sentinel ``FAR``.
 MIN_DIRECTION_LENGTH = 1.0e-150
 
 #: Ray origins farther than this from the world origin are refused: slab
@@ -104,7 +106,10 @@ def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"directions contain NaN or infinite values (first at row {row})")
     if kind == 3:
         length = math.hypot(math.hypot(directions[row, 0], directions[row, 1]), directions[row, 2])
-        raise ValueError(f"directions must be non-zero: row {row} has length {length:g}")
+        if length == 0.0:
+            raise ValueError(f"directions must be non-zero: row {row} has length 0")
+        raise ValueError(f"direction row {row} is too short to trace: length {length:.3g}, "
+                         f"the shortest accepted is {MIN_DIRECTION_LENGTH:g}")
     if kind == 4:
         raise ValueError(f"origins must lie within {MAX_ORIGIN:g} of the world origin (row {row})")
     return origins, directions

@@ -20,6 +20,7 @@ import numpy as np
 from PIL import Image
 
 from bvh.camera import Camera, pixel_centers
+from bvh.validation import MAX_ORIGIN
 
 #: Colour of pixels whose ray hits nothing (8-bit RGB).
 BACKGROUND = (118, 118, 118)
@@ -97,6 +98,12 @@ def frame_bounds(bounds: np.ndarray, up, fov_y_deg: float, width: int, height: i
         Kept when given. Default target: the box's centre; default position:
         along :func:`default_direction` from the target, far enough that the
         box's bounding sphere fits the narrower field of view.
+
+    Raises
+    ------
+    ValueError
+        When that default position would lie beyond ``bvh.validation.MAX_ORIGIN``
+        (a huge scene, or a field of view so narrow that its radians underflow).
     """
     bounds = np.asarray(bounds, np.float64)
     if np.isfinite(bounds).all():
@@ -110,7 +117,13 @@ def frame_bounds(bounds: np.ndarray, up, fov_y_deg: float, width: int, height: i
     if position is None:
         half_fov_y = math.radians(fov_y_deg) / 2
         half_fov_x = math.atan(math.tan(half_fov_y) * width / height)
-        distance = FRAMING_MARGIN * radius / math.sin(min(half_fov_x, half_fov_y))
+        # The angle is checked after conversion: 5e-324 degrees is 0 radians.
+        sine = math.sin(min(half_fov_x, half_fov_y))
+        distance = FRAMING_MARGIN * radius / sine if sine > 0.0 else math.inf
+        if not distance <= MAX_ORIGIN - float(np.abs(target).max()):
+            raise ValueError(f"the camera framing the scene would stand {distance:.3g} from its target with "
+                             f"fov_y_deg = {fov_y_deg!r}; positions must lie within {MAX_ORIGIN:g} of the "
+                             "world origin")
         position = target + distance * default_direction(np.asarray(up, np.float64))
     return PinholeView(tuple(float(c) for c in position), tuple(float(c) for c in target),
                        tuple(float(c) for c in up), float(fov_y_deg), int(width), int(height))

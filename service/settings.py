@@ -27,6 +27,14 @@ class Settings(BaseSettings):
         Largest request body, in MiB (mebibytes), enforced while the body is read.
     max_rays : int
         Most rays (or pixels) one request may cast.
+    max_response_mb : float
+        Largest answer, in MiB, checked before the work starts from an upper
+        bound on its size (so a request is refused with 413 rather than
+        answered with more): a JSON camera pick or batch from its number of
+        rays, a binary batch at 32 bytes per ray, a render at 3 bytes per
+        pixel; an ``all_hits`` pick and a ``triangles`` selection, whose size
+        only the query tells, are checked after it and before serialising.
+        The default lets a binary batch of ``max_rays`` rays through.
     api_key : SecretStr or None
         When set, every route except ``/health``, ``/ready`` and ``/metrics``
         needs ``Authorization: Bearer <api_key>``.
@@ -57,6 +65,7 @@ class Settings(BaseSettings):
     workers: int = Field(1, ge=1)
     max_upload_mb: float = Field(200.0, gt=0)
     max_rays: int = Field(4_000_000, ge=1)
+    max_response_mb: float = Field(128.0, gt=0)
     api_key: SecretStr | None = None
     cors_origins: Annotated[list[str], NoDecode] = []
     log_level: str = "info"

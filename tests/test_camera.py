@@ -389,3 +389,116 @@ def test_pixel_centres_refusals():
         pixel_centers(0, 10)
     with pytest.raises(ValueError, match=r"height must be an integer number of pixels >= 1, got 2.5"):
         pixel_centers(10, 2.5)
+
+
+# ------------------------------------------------ degenerate but finite input
+
+
+@pytest.mark.parametrize("fov", [5e-324, 1e-320])
+def test_a_field_of_view_whose_radians_underflow_is_refused(fov):
+    # 0 < fov < 180 holds, but the angle in radians is 0 (or its tangent's inverse overflows).
+    message = (rf"fov_y_deg = {fov!r} is too narrow to project: the focal length 1 / tan\(fov_y / 2\) "
+               rf"is not a finite number \(with aspect 1.33333\)")
+    with pytest.raises(ValueError, match=message):
+        perspective(fov, W / H, 0.1)
+    with pytest.raises(ValueError, match=message):
+        Camera.pinhole(POSITION, TARGET, UP, fov, W, H)
+
+
+def test_a_narrow_field_of_view_far_from_the_origin_is_refused_when_it_overflows():
+    with pytest.raises(ValueError, match=r"fov_y_deg = 1e-300 is too narrow for a camera [0-9.e+]+ from the world "
+                                         r"origin: projection @ view would overflow"):
+        Camera.pinhole([1e29, 0, 0], [0, 0, 0], UP, 1e-300, W, H)
+
+
+@pytest.mark.parametrize("fov", [1e-300, 1e-10, 179.99999999999997])
+def test_extreme_but_representable_fields_of_view_give_unit_rays(fov):
+    # A focal length of 1e300 or 1e-16 is a choice of units, not a singular matrix.
+    camera = Camera.pinhole(POSITION, TARGET, UP, fov, W, H)
+    origins, directions = camera.rays([[W / 2, H / 2], [0.5, 0.5], [W, H]])
+    assert np.isfinite(directions).all()
+    assert np.allclose(np.linalg.norm(directions, axis=1), 1.0, rtol=0, atol=1e-14)
+    assert (origins == camera.position).all()
+    if fov < 90:
+        # (Near 180 degrees a pixel's rounding error of 1e-16 in NDC turns its ray by a radian.)
+        assert np.allclose(directions[0], unit(TARGET - POSITION), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("distance", [1e12, 1e15, 1e20, 1e29])
+def test_a_camera_far_from_the_origin_is_a_perspective_camera(distance):
+    # Compared with the camera's translation, the w row of a camera 1e12 away
+    # once looked constant: the camera was taken for orthographic, its rays NaN.
+    position = np.array([distance, -distance, distance / 2])
+    target = np.array([0.0, 0.0, 0.0])
+    camera = Camera.pinhole(position, target, UP, 45, W, H)
+    assert not camera.orthographic
+    assert np.allclose(camera.position, position, rtol=1e-12, atol=0)
+    origins, directions = camera.rays([[W / 2, H / 2], [0.5, 0.5], [W - 0.5, H - 0.5]])
+    assert np.allclose(directions[0], unit(target - position), rtol=0, atol=1e-12)
+    assert np.allclose(np.linalg.norm(directions, axis=1), 1.0, rtol=0, atol=1e-14)
+    # the corner rays leave the centre ray at the corner's angle, whatever the distance
+    near = Camera.pinhole(position / distance, target, UP, 45, W, H)
+    _, near_directions = near.rays([[W / 2, H / 2], [0.5, 0.5], [W - 0.5, H - 0.5]])
+    assert np.allclose(directions, near_directions, rtol=0, atol=1e-12)
+
+
+def test_an_orthographic_camera_far_from_the_origin_stays_orthographic():
+    view = look_at([1e20, 0, 0], [0, 0, 0], UP)
+    camera = Camera.from_matrices(view, ortho_matrix(-4, 3, -2, 3, 0.5, 2e20), W, H)
+    assert camera.orthographic
+    _, directions = camera.rays([[0.5, 0.5], [W / 2, H / 2]])
+    assert np.allclose(directions, [-1.0, 0.0, 0.0], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+def test_scaled_projections_are_the_same_camera(scale):
+    # A projection times a positive number is the same camera: its rays must
+    # not underflow or overflow when normalised.
+    view = look_at(POSITION, TARGET, UP)
+    projection = perspective(50, W / H, 0.1)
+    pixels = [[W / 2, H / 2], [0.5, 0.5], [W - 3.5, 7.5]]
+    expected = Camera.from_matrices(view, projection, W, H).rays(pixels)
+    scaled = Camera.from_matrices(view, scale * projection, W, H).rays(pixels)
+    assert np.allclose(scaled[0], expected[0], rtol=1e-12, atol=1e-12)
+    assert np.allclose(scaled[1], expected[1], rtol=0, atol=1e-12)
+
+
+def test_a_tiny_near_plane_is_no_singular_matrix():
+    camera = Camera.pinhole(POSITION, TARGET, UP, 50, W, H, near=1e-12)
+    _, directions = camera.rays([W / 2, H / 2])
+    assert np.allclose(directions[0], unit(TARGET - POSITION), rtol=0, atol=1e-12)
+
+
+FAR_APART = r"in float64: the matrices' entries lie too far apart \(magnitudes from {} to {}\)"
+
+
+def test_a_product_float64_cannot_invert_is_refused_with_the_range_of_its_entries():
+    # Each matrix is invertible; the inverse of their product holds 1e400.
+    view = [[1, 1e200, 0, 0], [0, 1, 0, 1e200], [0, 0, 2, 0], [0, 0, 0, 1]]
+    with pytest.raises(ValueError, match="projection @ view cannot be inverted " + FAR_APART.format(1, r"1e\+200")):
+        Camera.from_matrices(view, np.eye(4), 2, 2)
+
+
+def test_a_pixel_whose_ray_float64_cannot_hold_is_refused():
+    # A parallel projection whose view volume lies near z = -1e300, 2e30 deep: its near and far points round together.
+    projection = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 1e300], [0, 0, 0, 1e30]]
+    camera = Camera.from_matrices(np.eye(4), projection, 2, 2)
+    with pytest.raises(ValueError, match=r"pixel \[1.0, 1.0\] has no ray " + FAR_APART.format(1, r"1e\+300")):
+        camera.rays([[1.0, 1.0]])
+
+
+def test_a_frustum_float64_cannot_hold_is_refused():
+    view = [[1, 0, 0, 0], [0, 1, 0, 0], [2, 0, 1, 0], [0, 0, 0, 1e300]]
+    projection = [[1e-200, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1e-100, 1]]
+    camera = Camera.from_matrices(view, projection, 2, 2)
+    with pytest.raises(ValueError, match=r"rect \[0.0, 0.0, 2.0, 2.0\] has no frustum "
+                                         + FAR_APART.format("1e-200", r"1e\+300")):
+        camera.frustum([0, 0, 2, 2])
+
+
+def test_a_frustum_too_far_away_to_select_with_is_refused():
+    view = [[1, 0, 0, 1e200], [1e-200, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+    camera = Camera.from_matrices(view, np.eye(4), 2, 2)
+    with pytest.raises(ValueError, match=r"rect \[0.0, 0.0, 2.0, 2.0\] has a frustum too far away to select with: "
+                                         r"a plane passes 1e\+200 from the world origin, beyond 1e\+50"):
+        camera.frustum([0, 0, 2, 2])

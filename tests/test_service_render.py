@@ -138,7 +138,9 @@ def test_mask_hides_objects(client):
 
 
 def test_empty_scene_is_all_background(client):
-    scene_id = make_scene(client)
+    # A scene is created with at least one mesh; removing its only object empties it.
+    scene_id = make_scene(client, TRIANGLE)
+    assert client.delete(f"/scenes/{scene_id}/objects/0").status_code == 204
     image, _ = render(client, scene_id, width=16, height=12)
     assert is_background(image).all()
 
@@ -154,7 +156,10 @@ def test_empty_scene_is_all_background(client):
     ("fov_y_deg=nan", "fov_y_deg: Input should be a finite number"),
     ("fov_y_deg=inf", "fov_y_deg: Input should be a finite number"),
     ("fov_y_deg=wide", "fov_y_deg: Input should be a valid number"),
-    ("fov_y_deg=1e-300", "with position left out, the framed camera is refused: position must lie within"),
+    ("fov_y_deg=1e-300", "with position left out, the framed camera is refused: the camera framing the scene "
+                         "would stand "),
+    ("fov_y_deg=1e-300", " from its target with fov_y_deg = 1e-300; positions must lie within 1e+30 of the world "
+                         "origin"),
     ("position=1,2", "position must be three comma-separated numbers x,y,z, got 2 values"),
     ("position=1,2,3,4", "position must be three comma-separated numbers x,y,z, got 4 values"),
     ("position=", "position must be three comma-separated numbers x,y,z, got 1 value"),

@@ -11,11 +11,12 @@ from starlette.concurrency import run_in_threadpool
 
 import bvh
 
-from ..bodies import JSON, MULTIPART, form_file, form_text, media_type, parse_json_body, read_form, unsupported_media
+from ..bodies import (JSON, MULTIPART, form_file, form_text, media_type, parse_json_body, read_form, require_json,
+                      unsupported_media)
 from ..building import add_file_meshes, matrix_or_none, place_file_instances
 from ..deps import SceneStoreDep, find_scene
 from ..errors import ClientError, client_errors, validation_error
-from ..openapi import body_doc
+from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
 from ..schemas import (ErrorOut, InstanceCreate, Matrix4, MeshObjectCreate, ObjectCreate, ObjectList, ObjectOut,
                        ObjectUpdate, ShapeCreate)
@@ -45,9 +46,13 @@ def _edit(store: SceneStore, scene_id: str, change, prepare=None):
         raise ClientError(404, str(error.args[0])) from None
 
 
-def _objects_answer(stored, object_ids: list[int], status_code: int = 201) -> JSONBytes:
-    view = stored.view
-    return JSONBytes({"objects": [object_json(view.objects[oid]) for oid in object_ids]}, status_code=status_code)
+def _answered(change):
+    """``change`` followed by the JSON of the objects it returns the ids of, taken
+    inside the same edit: read back after it, a concurrent DELETE may already
+    have removed them."""
+    def change_and_describe(scene: bvh.Scene) -> list[dict]:
+        return [object_json(scene.object(oid)) for oid in change(scene)]
+    return change_and_describe
 
 
 def _add_from_body(body):
@@ -76,7 +81,7 @@ def _add_from_body(body):
 @router.post("/scenes/{scene_id}/objects", status_code=201, response_model=ObjectList,
              responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
                         422: {"model": ErrorOut}},
-             openapi_extra=body_doc(ObjectCreate, multipart=UPLOAD_FORM))
+             openapi_extra=body_doc(ObjectCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["object"]))
 async def add_objects(scene_id: str, request: Request, store: SceneStoreDep):
     """Add objects: every node of an uploaded file (multipart ``file``, optional ``transform``),
     an inline mesh (``vertices``, ``faces``), an instance of an existing mesh (``mesh``), or a
@@ -111,8 +116,8 @@ async def add_objects(scene_id: str, request: Request, store: SceneStoreDep):
         prepare, change = _add_from_body(body)
     else:
         raise unsupported_media(media, "application/json, or multipart/form-data with a 'file' part")
-    stored, object_ids = await run_in_threadpool(_edit, store, scene_id, change, prepare)
-    return _objects_answer(stored, object_ids)
+    _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
+    return JSONBytes({"objects": objects}, status_code=201)
 
 
 @router.get("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,
@@ -128,10 +133,11 @@ async def get_object(scene_id: str, object_id: int, store: SceneStoreDep):
 
 @router.patch("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,
               responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
-              openapi_extra=body_doc(ObjectUpdate))
+              openapi_extra=body_doc(ObjectUpdate, examples=EXAMPLES["update"]))
 async def update_object(scene_id: str, object_id: int, request: Request, store: SceneStoreDep):
     """Move an object, rename it, or change its ``pickable`` or ``mask``: all given fields at once."""
     await find_scene(store, scene_id)
+    require_json(request)
     body = await parse_json_body(ObjectUpdate, await request.body())
     given = body.model_fields_set
     transform = matrix_or_none(body.transform)
@@ -147,9 +153,12 @@ async def update_object(scene_id: str, object_id: int, request: Request, store: 
             scene.set_mask(object_id, body.mask)
         if "name" in given:
             scene.set_name(object_id, body.name)
+        # Described inside the edit: read back after it, a concurrent DELETE
+        # may already have removed the object.
+        return object_json(scene.object(object_id))
 
-    stored, _ = await run_in_threadpool(_edit, store, scene_id, change)
-    return JSONBytes(object_json(stored.view.objects[object_id]))
+    _, changed = await run_in_threadpool(_edit, store, scene_id, change)
+    return JSONBytes(changed)
 
 
 @router.delete("/scenes/{scene_id}/objects/{object_id}", status_code=204, responses={404: {"model": ErrorOut}})

@@ -16,6 +16,7 @@ import orjson
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from .. import response_limits
 from ..deps import SettingsDep, StoredSceneDep
 from ..errors import ClientError, client_errors
 from ..rendering import encode_png, frame_bounds, render
@@ -84,20 +85,25 @@ def _render_png(stored, view, mask: int, highlight: frozenset[int]) -> bytes:
 
 
 @router.get("/scenes/{scene_id}/render", response_class=Response,
-            responses={200: {"content": {"image/png": {}},
-                             "description": f"the image; the camera used is in the {CAMERA_HEADER} header"},
+            responses={200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}},
+                             "description": f"the image; the camera used is in the {CAMERA_HEADER} header",
+                             "headers": {CAMERA_HEADER: {"schema": {"type": "string"},
+                                                         "description": "the camera as the JSON fields of a "
+                                                                        "/pick/camera body"}}},
                        404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}})
 async def render_scene(
         request: Request, stored: StoredSceneDep, settings: SettingsDep,
-        position: Annotated[str | None, Query(description="x,y,z of the eye; default: framing the scene")] = None,
-        target: Annotated[str | None, Query(description="x,y,z looked at; default: the scene's centre")] = None,
+        position: Annotated[str | None, Query(description="x,y,z of the eye; default: framing the scene",
+                                              examples=["0.3,-2,3"])] = None,
+        target: Annotated[str | None, Query(description="x,y,z looked at; default: the scene's centre",
+                                            examples=["0.3,0.3,0"])] = None,
         up: Annotated[str, Query(description="x,y,z; not parallel to target - position; default z up")] = DEFAULT_UP,
         fov_y_deg: Annotated[float, Query(gt=0, lt=180, allow_inf_nan=False,
                                           description="vertical field of view, degrees")] = DEFAULT_FOV_Y_DEG,
-        width: Annotated[int, Query(ge=1, le=MAX_SIDE)] = DEFAULT_WIDTH,
-        height: Annotated[int, Query(ge=1, le=MAX_SIDE)] = DEFAULT_HEIGHT,
+        width: Annotated[int, Query(ge=1, le=MAX_SIDE, examples=[64])] = DEFAULT_WIDTH,
+        height: Annotated[int, Query(ge=1, le=MAX_SIDE, examples=[48])] = DEFAULT_HEIGHT,
         highlight: Annotated[str | None, Query(description="object ids to tint, comma-separated; ids of no "
-                                                           "live object are ignored")] = None,
+                                                           "live object are ignored", examples=["0,2"])] = None,
         mask: Annotated[int | None, Query(ge=0, le=ALL_BITS, description="only objects whose mask shares a "
                                                                           "bit with this")] = None):
     """The scene through a pinhole camera as a PNG: one ray per pixel centre, each object in its
@@ -114,6 +120,8 @@ async def render_scene(
     centre = None if target is None else parse_vector("target", target)
     highlighted = frozenset() if highlight is None else parse_ids("highlight", highlight)
     check_ray_count(width * height, settings, f"pixels ({width}x{height})")
+    response_limits.check(response_limits.png(width, height), settings, f"a {width}x{height} render",
+                          ": ask for a smaller image")
     # A camera the service framed may still be refused (a tiny fov puts the eye too far away): say so.
     with client_errors("" if eye is not None else "with position left out, the framed camera is refused: "):
         view = frame_bounds(stored.view.bounds, up_vector, fov_y_deg, width, height, eye, centre)
