@@ -10,8 +10,12 @@ planes given at any scale.
 
 A selection tests object boxes first (:func:`boxes_in_frustum`: cheap and
 conservative), then the triangles of the objects whose boxes cross the
-region (:func:`triangles_in_frustum`: exact), in each object's own space
-(:func:`planes_to_object_space`), so that no vertex is transformed.
+region, in each object's own space (:func:`planes_to_object_space`), so that
+no vertex is transformed. Two questions, as in CAD tools' crossing and window
+selections: which triangles *meet* the region (:func:`triangles_in_frustum`,
+a point in common is enough) and which lie *within* it
+(:func:`triangles_within_frustum`, every point inside; the region is convex,
+so a triangle is within exactly when its three vertices are).
 """
 
 import numpy as np
@@ -245,6 +249,66 @@ def any_triangle_in_frustum_parallel(vertices, faces, planes, found):
                 break
 
 
+# ------------------------------------------------------- triangles within
+
+
+@jit_inline
+def _triangle_within(vertices, faces, f, planes):
+    """Whether the three vertices of triangle ``f`` are inside every plane."""
+    for p in range(planes.shape[0]):
+        nx = planes[p, 0]
+        ny = planes[p, 1]
+        nz = planes[p, 2]
+        d = planes[p, 3]
+        for corner in range(3):
+            v = faces[f, corner]
+            if nx * vertices[v, 0] + ny * vertices[v, 1] + nz * vertices[v, 2] + d < 0.0:
+                return False
+    return True
+
+
+@jit
+def triangles_within_frustum_serial(vertices, faces, planes, out):
+    """Whether each face lies within the region, into ``out (F,) bool``."""
+    for f in range(faces.shape[0]):
+        out[f] = _triangle_within(vertices, faces, f, planes)
+
+
+@jit_parallel
+def triangles_within_frustum_parallel(vertices, faces, planes, out):
+    """:func:`triangles_within_frustum_serial` over blocks of ``BLOCK`` faces."""
+    n = faces.shape[0]
+    for block in prange((n + BLOCK - 1) // BLOCK):
+        for f in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
+            out[f] = _triangle_within(vertices, faces, f, planes)
+
+
+@jit
+def all_triangles_within_frustum_serial(vertices, faces, planes):
+    """Whether every face lies within the region; stops at the first that does not."""
+    for f in range(faces.shape[0]):
+        if not _triangle_within(vertices, faces, f, planes):
+            return False
+    return True
+
+
+@jit_parallel
+def all_triangles_within_frustum_parallel(vertices, faces, planes, outside):
+    """Set ``outside[0]`` when some face is not within the region.
+
+    As in :func:`any_triangle_in_frustum_parallel`, blocks that start after
+    another has found one skip their work.
+    """
+    n = faces.shape[0]
+    for block in prange((n + BLOCK - 1) // BLOCK):
+        if outside[0]:
+            continue
+        for f in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
+            if not _triangle_within(vertices, faces, f, planes):
+                outside[0] = True
+                break
+
+
 # ----------------------------------------------------------------- wrappers
 
 
@@ -368,6 +432,10 @@ def triangles_in_frustum(vertices, faces, planes) -> np.ndarray:
     something remains. Exact but for the rounding of the clipped polygon's
     vertices, which matters only for a triangle that meets the region in a
     point or a sliver within about 1e-15 of the region's size.
+
+    See Also
+    --------
+    triangles_within_frustum : triangles that lie entirely inside the region.
     """
     vertices, faces = _triangles(vertices, faces)
     planes = check_planes(planes)
@@ -391,6 +459,55 @@ def any_triangle_in_frustum(vertices, faces, planes) -> bool:
     found = np.zeros(1, np.bool_)
     any_triangle_in_frustum_parallel(vertices, faces, planes, found)
     return bool(found[0])
+
+
+def triangles_within_frustum(vertices, faces, planes) -> np.ndarray:
+    """Which triangles lie entirely inside a convex region (exact).
+
+    Parameters
+    ----------
+    vertices : (V, 3) array_like
+        Finite.
+    faces : (F, 3) array_like of int
+        Vertex indices; ``F = 0`` gives an empty answer.
+    planes : (P, 4) or (4,) array_like
+        Inward half-spaces ``n . x + d >= 0`` (any non-zero normal length).
+
+    Returns
+    -------
+    (F,) bool
+        True when every point of the triangle is inside every plane (points
+        on a plane are inside). The region is convex, so that is when its
+        three vertices are: the test is three signed distances per plane,
+        exact but for the rounding of each distance.
+
+    See Also
+    --------
+    triangles_in_frustum : triangles that merely meet the region.
+    """
+    vertices, faces = _triangles(vertices, faces)
+    planes = check_planes(planes)
+    out = np.empty(faces.shape[0], np.bool_)
+    kernel = triangles_within_frustum_serial if faces.shape[0] <= BLOCK else triangles_within_frustum_parallel
+    kernel(vertices, faces, planes, out)
+    return out
+
+
+def all_triangles_within_frustum(vertices, faces, planes) -> bool:
+    """Whether every triangle lies entirely inside a convex region (exact).
+
+    The same test and arguments as :func:`triangles_within_frustum`, stopping
+    at the first triangle that is not within: a window selection of an object
+    needs no more. Only the vertices that faces use count. ``True`` for
+    ``F = 0`` (nothing lies outside).
+    """
+    vertices, faces = _triangles(vertices, faces)
+    planes = check_planes(planes)
+    if faces.shape[0] <= BLOCK:
+        return bool(all_triangles_within_frustum_serial(vertices, faces, planes))
+    outside = np.zeros(1, np.bool_)
+    all_triangles_within_frustum_parallel(vertices, faces, planes, outside)
+    return not bool(outside[0])
 
 
 def planes_to_object_space(planes, transform) -> np.ndarray:
@@ -450,9 +567,11 @@ __all__ = [
     "CROSSING",
     "INSIDE",
     "OUTSIDE",
+    "all_triangles_within_frustum",
     "any_triangle_in_frustum",
     "boxes_in_frustum",
     "check_planes",
     "planes_to_object_space",
     "triangles_in_frustum",
+    "triangles_within_frustum",
 ]

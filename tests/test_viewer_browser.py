@@ -1,9 +1,14 @@
 """The ``/viewer`` page in a real headless Chromium, against a real ``python -m service``.
 
-The service runs with an API key, so the page must ask for it; a click on the
-image must pick what that pixel shows (the panel agrees with a direct
-``/pick/camera`` on the camera the page rendered with), a drag must select,
-and orbiting and zooming must move the camera the picks use.
+The service runs with an API key, so the page must ask for it; ``/`` leads to
+the page, which opens the first scene by itself (an empty service gets the
+curl line that uploads one instead, and never a broken image) and shows the
+project's icon; a click on the image must pick what that pixel shows (the
+panel agrees with a direct ``/pick/camera`` on the camera the page rendered
+with, its numbers each on one line), a drag must select (left to right a
+window: what lies wholly inside; right to left a crossing: what it touches,
+each drawn its own way), and orbiting and zooming must move the camera the
+picks use.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs
 them); Selenium is pointed at both, so Selenium Manager never downloads a
@@ -16,8 +21,10 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -36,6 +43,7 @@ from selenium.webdriver.common.actions.wheel_input import ScrollOrigin  # noqa: 
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+import bvh  # noqa: E402
 from service.rendering import BACKGROUND  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,10 +66,10 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """Base URL of a ``python -m service`` on a free port, with an API key; stopped afterwards."""
-    directory = tmp_path_factory.mktemp("viewer-server")
+@contextmanager
+def running_service(directory: Path):
+    """Base URL of a ``python -m service`` on a free port, data in ``directory``, with an API key;
+    stopped afterwards."""
     port = free_port()
     env = {name: value for name, value in os.environ.items() if not name.startswith("PICK_")}
     env.update(PICK_HOST="127.0.0.1", PICK_PORT=str(port), PICK_DATA_DIR=str(directory / "data"),
@@ -92,6 +100,20 @@ def server(tmp_path_factory):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The service the tests upload scenes to."""
+    with running_service(tmp_path_factory.mktemp("viewer-server")) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def empty_server(tmp_path_factory):
+    """A service that holds no scene, and never will."""
+    with running_service(tmp_path_factory.mktemp("empty-server")) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
@@ -138,15 +160,20 @@ def shown_camera(driver) -> dict:
     return json.loads(driver.find_element(By.ID, "render").get_attribute("data-camera"))
 
 
+def give_key_when_asked(driver, done, what: str) -> None:
+    """Wait until ``done()`` or the key form; give the API key in the form if it came first, then wait for ``done()``."""
+    key_form = driver.find_element(By.ID, "key-form")
+    wait_for(driver, lambda: key_form.is_displayed() or done(), f"the key form or {what}")
+    if not done() and key_form.is_displayed():
+        driver.find_element(By.ID, "api-key").send_keys(API_KEY)
+        key_form.find_element(By.TAG_NAME, "button").click()
+    wait_for(driver, done, what)
+
+
 def open_viewer(driver, server: str, scene: str) -> None:
     """Load ``/viewer?scene=...``, give the API key when the page asks, and wait for the first image."""
     driver.get(f"{server}/viewer?scene={scene}")
-    key_form = driver.find_element(By.ID, "key-form")
-    wait_for(driver, lambda: key_form.is_displayed() or renders(driver) > 0, "the key form or an image")
-    if renders(driver) == 0 and key_form.is_displayed():
-        driver.find_element(By.ID, "api-key").send_keys(API_KEY)
-        key_form.find_element(By.TAG_NAME, "button").click()
-    wait_for(driver, lambda: renders(driver) > 0, "the first render")
+    give_key_when_asked(driver, lambda: renders(driver) > 0, "the first render")
 
 
 def pixel_colour(driver, x: int, y: int) -> list[int]:
@@ -251,8 +278,9 @@ def test_drag_selects_and_highlights(server, scene_id, browser):
     centre = (int(width / 2 + dx), int(height / 2 + dy))
     colour_before = pixel_colour(browser, *centre)
     image = browser.find_element(By.ID, "render")
-    (ActionChains(browser).move_to_element_with_offset(image, -width // 3, -height // 3).click_and_hold()
-     .move_by_offset(20, 20).move_by_offset(2 * width // 3 - 20, 2 * height // 3 - 20).release().perform())
+    # Right to left: a crossing marquee, which takes what it touches.
+    (ActionChains(browser).move_to_element_with_offset(image, width // 3, -height // 3).click_and_hold()
+     .move_by_offset(-20, 20).move_by_offset(-(2 * width // 3 - 20), 2 * height // 3 - 20).release().perform())
     selection = browser.find_element(By.ID, "selection-list")
     wait_for(browser, lambda: selection.find_elements(By.TAG_NAME, "li"), "the selection")
     listed = [item.get_attribute("data-id") for item in selection.find_elements(By.TAG_NAME, "li")]
@@ -260,6 +288,7 @@ def test_drag_selects_and_highlights(server, scene_id, browser):
                           json={**camera, "rect": [width / 2 - width // 3, height / 2 - height // 3,
                                                    width / 2 + width // 3, height / 2 + height // 3]}).json()
     assert listed == [str(item["id"]) for item in expected["objects"]] == ["0"]
+    assert browser.execute_script("return window.viewer.lastSelect.containment") == "crossing"
     # The selection is drawn: a render with highlight=0 from the same camera, in another colour.
     wait_for(browser, lambda: renders(browser) > before, "the highlighted render")
     assert shown_camera(browser) == camera
@@ -299,4 +328,154 @@ def test_orbit_and_zoom_move_the_camera_that_picks_use(server, scene_id, browser
     dx, dy = click_offset(server, scene_id, zoomed)
     panel = click_and_read_panel(browser, dx, dy)
     assert_panel_matches(panel, direct_pick(server, scene_id, zoomed, panel["pixel"]))
+    assert_no_script_errors(browser)
+
+
+# ------------------------------------------------------------------ root, first scene, empty service, icon
+
+
+def listed_scene_ids(server: str) -> list[str]:
+    response = httpx.get(f"{server}/scenes", headers=AUTH)
+    assert response.status_code == 200, response.text
+    return [scene["id"] for scene in response.json()["scenes"]]
+
+
+def test_root_opens_the_first_scene_without_a_click(server, scene_id, browser):
+    browser.get(f"{server}/")
+    give_key_when_asked(browser, lambda: renders(browser) > 0, "the first render")
+    first = listed_scene_ids(server)[0]
+    assert browser.current_url == f"{server}/viewer?scene={first}"
+    assert browser.execute_script("return window.viewer.sceneId") == first
+    image = browser.find_element(By.ID, "render")
+    # A real image, shown: no broken-image icon.
+    assert image.is_displayed()
+    assert browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", image) > 0
+    assert not browser.find_element(By.ID, "empty").is_displayed()
+    assert_no_script_errors(browser)
+
+
+def test_unknown_scene_falls_back_to_the_first(server, scene_id, browser):
+    browser.get(f"{server}/viewer?scene=no-such-scene")
+    give_key_when_asked(browser, lambda: renders(browser) > 0, "the first render")
+    assert browser.execute_script("return window.viewer.sceneId") == listed_scene_ids(server)[0]
+    status = browser.find_element(By.ID, "status")
+    assert status.text == 'no scene "no-such-scene" here: showing the first one'
+
+
+def test_an_empty_service_says_how_to_upload(empty_server, browser):
+    browser.get(f"{empty_server}/")
+    empty = browser.find_element(By.ID, "empty")
+    give_key_when_asked(browser, empty.is_displayed, "the empty-service message")
+    assert "No scenes yet — upload one" in empty.text
+    command = browser.find_element(By.ID, "upload-command").text
+    assert command == f'curl -F file=@mesh.obj -H "Authorization: Bearer <your key>" {empty_server}/scenes'
+    # Nothing rendered, nothing broken: the image stays hidden.
+    assert not browser.find_element(By.ID, "render").is_displayed()
+    assert renders(browser) == 0
+    assert_no_script_errors(browser)
+
+
+def test_the_page_has_its_icon(server, browser):
+    browser.get(f"{server}/viewer")
+    icon = browser.execute_script("""
+        const link = document.querySelector('link[rel="icon"]');
+        const response = await fetch(link.href);
+        return [link.href, response.status, response.headers.get("content-type"), (await response.text()).slice(0, 4)];
+    """)
+    assert icon == [f"{server}/viewer/favicon.svg", 200, "image/svg+xml", "<svg"]
+    response = httpx.get(f"{server}/favicon.ico")
+    assert response.status_code == 200 and response.headers["content-type"] == "image/svg+xml"
+
+
+# --------------------------------------------------------------- numbers, window and crossing marquees
+
+
+def test_pick_panel_numbers_stay_on_one_line(server, scene_id, browser):
+    open_viewer(browser, server, scene_id)
+    dx, dy = click_offset(server, scene_id, shown_camera(browser))
+    click_and_read_panel(browser, dx, dy)
+    lines = browser.execute_script("""
+        return Array.from(document.querySelectorAll("aside dd")).map((dd) => {
+            const range = document.createRange();
+            range.selectNodeContents(dd);
+            const tops = new Set(Array.from(range.getClientRects()).map((rect) => Math.round(rect.top)));
+            return [dd.id, dd.textContent, tops.size, dd.scrollWidth <= dd.clientWidth];
+        });
+    """)
+    assert all(count == 1 and fits for _, _, count, fits in lines), lines
+    assert {name for name, *_ in lines} >= {"pick-barycentric", "pick-normal", "pick-distance"}
+
+
+#: A unit box standing in the middle of a 10 x 10 ground, one object each.
+GROUND = {"name": "ground", "vertices": [[-5, -5, 0], [5, -5, 0], [5, 5, 0], [-5, 5, 0]],
+          "faces": [[0, 1, 2], [0, 2, 3]]}
+BOX_CORNERS = [[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (0.0, 1.0)]
+BOX = {"name": "box", "vertices": BOX_CORNERS,
+       "faces": [[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+                 [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]]}
+
+
+@pytest.fixture(scope="module")
+def box_on_ground(server) -> str:
+    response = httpx.post(f"{server}/scenes", json={"name": "box on ground", "meshes": [GROUND, BOX]}, headers=AUTH)
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def box_on_screen(camera: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Smallest and largest pixel coordinates of the box's corners seen by ``camera``."""
+    seen = bvh.Camera.pinhole(camera["position"], camera["target"], camera["up"], camera["fov_y_deg"],
+                              camera["width"], camera["height"])
+    pixels = []
+    for corner in BOX_CORNERS:
+        clip = seen.projection @ seen.view @ np.append(corner, 1.0)
+        ndc = clip[:2] / clip[3]
+        pixels.append([(ndc[0] + 1) / 2 * camera["width"], (1 - ndc[1]) / 2 * camera["height"]])
+    return np.min(pixels, axis=0), np.max(pixels, axis=0)
+
+
+def drag_marquee(driver, camera: dict, start, end) -> str:
+    """Drag with the left button from pixel ``start`` to pixel ``end`` of the image; returns the
+    marquee's border style while the button is down."""
+    image = driver.find_element(By.ID, "render")
+    centre = np.array([camera["width"], camera["height"]]) / 2
+    begin = np.round(np.asarray(start) - centre).astype(int)
+    step = np.round(np.asarray(end) - np.asarray(start)).astype(int)
+    (ActionChains(driver).move_to_element_with_offset(image, *begin.tolist()).click_and_hold()
+     .move_by_offset(*(step // 2).tolist()).move_by_offset(*(step - step // 2).tolist()).perform())
+    marquee = driver.find_element(By.ID, "marquee")
+    assert marquee.is_displayed()
+    drawn = (marquee.get_attribute("data-containment"), marquee.value_of_css_property("border-top-style"))
+    ActionChains(driver).release().perform()
+    return drawn
+
+
+def selected_names(driver, before: int) -> list[str]:
+    wait_for(driver, lambda: renders(driver) > before, "the highlighted render")
+    items = driver.find_element(By.ID, "selection-list").find_elements(By.TAG_NAME, "li")
+    return sorted(item.text.split(" (")[1].rstrip(")") for item in items)
+
+
+def test_window_and_crossing_marquees(server, box_on_ground, browser):
+    open_viewer(browser, server, box_on_ground)
+    camera = shown_camera(browser)
+    low, high = box_on_screen(camera)
+    low, high = low - 12, high + 12
+    assert (low > 0).all() and (high < [camera["width"], camera["height"]]).all()
+
+    # Left to right: a window, drawn solid; the ground reaches beyond it, so only the box is taken.
+    before = renders(browser)
+    assert drag_marquee(browser, camera, low, high) == ("window", "solid")
+    assert selected_names(browser, before) == ["box"]
+    sent = browser.execute_script("return window.viewer.lastSelect")
+    assert sent["containment"] == "window" and sent["camera"] == camera
+    direct = httpx.post(f"{server}/scenes/{box_on_ground}/select", headers=AUTH,
+                        json={**camera, "rect": sent["rect"], "containment": "window"}).json()
+    assert [item["name"] for item in direct["objects"]] == ["box"]
+
+    # Right to left over the same rectangle: a crossing, drawn dashed; it touches the ground too.
+    before = renders(browser)
+    assert drag_marquee(browser, camera, [high[0], low[1]], [low[0], high[1]]) == ("crossing", "dashed")
+    assert selected_names(browser, before) == ["box", "ground"]
+    assert browser.execute_script("return window.viewer.lastSelect.containment") == "crossing"
     assert_no_script_errors(browser)

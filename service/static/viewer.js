@@ -22,6 +22,7 @@
     rendering: false,
     renderAgain: false,
     lastPick: null, // {camera, pixel, result}, for tests and the console
+    lastSelect: null, // {camera, rect, containment, objects}, likewise
   };
   window.viewer = state;
 
@@ -98,6 +99,13 @@
   }
 
   // ------------------------------------------------------------------- scenes
+  /** The curl line that uploads a mesh to this very service (behind a proxy's prefix too). */
+  function uploadCommand() {
+    const key = sessionStorage.getItem(KEY_STORAGE) ? ' -H "Authorization: Bearer <your key>"' : "";
+    return `curl -F file=@mesh.obj${key} ${new URL("scenes", location.href).href}`;
+  }
+
+  /** The list of scenes; returns their ids, in the service's order. */
   async function loadScenes() {
     const { scenes } = await (await api("scenes")).json();
     const list = $("scene-list");
@@ -113,7 +121,9 @@
       list.append(item);
     }
     markCurrentScene();
-    if (!scenes.length) say("No scenes yet: upload one with POST /scenes.");
+    $("upload-command").textContent = uploadCommand();
+    $("empty").hidden = scenes.length > 0;
+    return scenes.map((scene) => scene.id);
   }
 
   function markCurrentScene() {
@@ -181,6 +191,7 @@
     URL.revokeObjectURL(url);
     image.width = used.width;
     image.height = used.height;
+    image.hidden = false;
     state.shown = used;
     state.camera ??= structuredClone(used);
     image.dataset.camera = JSON.stringify(used);
@@ -220,6 +231,7 @@
             (event.clientY - box.top) * state.shown.height / box.height];
   }
 
+  // Fixed decimals, so that a number keeps its width as it changes (the panel never wraps them).
   const format = (numbers, digits = 4) => numbers.map((x) => x.toFixed(digits)).join(", ");
 
   function clearPick() {
@@ -228,6 +240,7 @@
       $(`pick-${field}`).textContent = "–";
     }
     delete $("pick-object").dataset.id;
+    $("pick-object").title = "";
   }
 
   async function pick(point) {
@@ -247,6 +260,7 @@
     $("pick-status").textContent = result.hit ? "hit" : "miss";
     if (!result.hit) return;
     $("pick-object").textContent = `${result.object.id} (${result.object.name ?? "unnamed"})`;
+    $("pick-object").title = $("pick-object").textContent;
     $("pick-object").dataset.id = String(result.object.id);
     $("pick-triangle").textContent = result.triangle ?? "– (a shape)";
     $("pick-distance").textContent = result.distance.toFixed(6);
@@ -254,11 +268,18 @@
     $("pick-normal").textContent = format(result.normal);
   }
 
+  /** As in CAD tools: a drag to the right is a window (what lies wholly inside), to the left a crossing. */
+  const containmentOf = (from, to) => (to[0] >= from[0] ? "window" : "crossing");
+
   async function select(from, to) {
+    const camera = state.shown;
+    const containment = containmentOf(from, to);
     // The service wants a rectangle of non-zero size: a thin drag still selects a 1-pixel band.
     const x1 = Math.abs(to[0] - from[0]) < 1 ? from[0] + 1 : to[0];
     const y1 = Math.abs(to[1] - from[1]) < 1 ? from[1] + 1 : to[1];
-    const { objects } = await postJson(scenePath("/select"), { ...state.shown, rect: [from[0], from[1], x1, y1] });
+    const rect = [Math.min(from[0], x1), Math.min(from[1], y1), Math.max(from[0], x1), Math.max(from[1], y1)];
+    const { objects } = await postJson(scenePath("/select"), { ...camera, rect, containment });
+    state.lastSelect = { camera, rect, containment, objects };
     showSelection(objects);
     state.highlight = objects.map((object) => object.id);
     requestRender();
@@ -270,6 +291,7 @@
       const item = document.createElement("li");
       item.dataset.id = String(object.id);
       item.textContent = `${object.id} (${object.name ?? "unnamed"})`;
+      item.title = item.textContent;
       return item;
     }));
     $("selection-count").textContent = objects.length ? `(${objects.length})` : "";
@@ -280,6 +302,9 @@
 
   function showMarquee(from, to) {
     const [w, h] = [state.shown.width, state.shown.height];
+    const containment = containmentOf(from, to);
+    marquee.className = containment;
+    marquee.dataset.containment = containment;
     Object.assign(marquee.style, {
       left: `${100 * Math.min(from[0], to[0]) / w}%`,
       top: `${100 * Math.min(from[1], to[1]) / h}%`,
@@ -353,12 +378,17 @@
     start();
   });
 
-  /** List the scenes, then open the one named by ?scene= (or the one already open). */
+  /** List the scenes, then open the one already open, else the one named by ?scene=, else the first. */
   function start() {
     reporting(async () => {
-      await loadScenes();
+      const ids = await loadScenes();
       const wanted = state.sceneId ?? new URLSearchParams(location.search).get("scene");
-      if (wanted) await openScene(wanted);
+      if (wanted && ids.includes(wanted)) {
+        await openScene(wanted);
+      } else if (ids.length) {
+        await openScene(ids[0]);
+        if (wanted) say(`no scene ${JSON.stringify(wanted)} here: showing the first one`, true);
+      }
     });
   }
 
