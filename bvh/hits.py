@@ -1,4 +1,6 @@
-"""Query results: plain arrays, one row per ray (or per hit)."""
+"""Query results: plain arrays, one row per ray (or per hit), and the
+per-hit arithmetic that fills fields outside the kernels, done as the
+kernels do it so that both give the same numbers."""
 
 from dataclasses import dataclass
 
@@ -58,6 +60,12 @@ class AllHits:
         Original face index.
     u, v : (H,) float64
         Barycentrics, as in :class:`Hits`.
+    point : (H, 3) float64
+        World-space hit point, ``origin + t * direction`` of its ray.
+    normal : (H, 3) float64
+        Unit geometric normal, as in :class:`Hits`.
+    front_face : (H,) bool
+        ``direction . normal < 0``, as in :class:`Hits`.
     """
 
     ray: np.ndarray
@@ -65,6 +73,9 @@ class AllHits:
     triangle: np.ndarray
     u: np.ndarray
     v: np.ndarray
+    point: np.ndarray
+    normal: np.ndarray
+    front_face: np.ndarray
 
     def __len__(self) -> int:
         return self.ray.shape[0]
@@ -131,12 +142,27 @@ class SceneHits:
 class SceneAllHits:
     """Every surface crossing of N rays in a scene, flat and sorted by ``(ray, t)``.
 
+    The per-hit fields follow :class:`SceneHits` row for row, so a ray's
+    first crossing carries what its closest hit does.
+
     Attributes
     ----------
     ray, object, mesh, triangle : (H,) int64
         ``mesh`` and ``triangle`` are -1 for shapes.
     t, u, v : (H,) float64
         ``u, v`` are NaN for shapes.
+    point : (H, 3) float64
+        World hit point, ``origin + t * direction`` of its ray.
+    normal : (H, 3) float64
+        Unit world geometric normal, outward under mirroring, as in
+        :class:`SceneHits` (for a shape, the outward normal at the point).
+    shading_normal : (H, 3) float64
+        Interpolated vertex normals where the mesh has them, else ``normal``.
+    uv : (H, 2) float64
+        Interpolated texture coordinates; NaN where the mesh has none and
+        for shapes.
+    front_face : (H,) bool
+        ``direction . normal < 0``.
     """
 
     ray: np.ndarray
@@ -146,6 +172,11 @@ class SceneAllHits:
     triangle: np.ndarray
     u: np.ndarray
     v: np.ndarray
+    point: np.ndarray
+    normal: np.ndarray
+    shading_normal: np.ndarray
+    uv: np.ndarray
+    front_face: np.ndarray
 
     def __len__(self) -> int:
         return self.ray.shape[0]
@@ -170,3 +201,39 @@ class Selection:
 
     def __len__(self) -> int:
         return self.object.shape[0]
+
+
+def face_normals(triangles: np.ndarray) -> np.ndarray:
+    """Unnormalised normals ``(V1-V0) x (V2-V0)`` of packed triangles.
+
+    Parameters
+    ----------
+    triangles : (H, 9) float32
+        Rows of a packed triangle array (``V0, V1, V2``).
+
+    Returns
+    -------
+    (H, 3) float64
+        Computed as the kernels compute a hit's normal: edges in float64
+        (exact differences of float32 values), then the cross product
+        component by component.
+    """
+    corners = triangles.reshape(-1, 3, 3).astype(np.float64)
+    e1 = corners[:, 1] - corners[:, 0]
+    e2 = corners[:, 2] - corners[:, 0]
+    return np.stack([e1[:, 1] * e2[:, 2] - e1[:, 2] * e2[:, 1],
+                     e1[:, 2] * e2[:, 0] - e1[:, 0] * e2[:, 2],
+                     e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]], axis=1)
+
+
+def dot_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(H,) row-wise dot products of ``a, b (H, 3)``, summed ``x + y + z`` in
+    that order as the kernels do (``einsum`` or ``@`` may round otherwise)."""
+    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """(H, 3) ``vectors`` scaled to unit length as the kernels do
+    (times ``1 / sqrt(|v|^2)``); zero rows become NaN."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return vectors * (1.0 / np.sqrt(dot_rows(vectors, vectors)))[:, None]

@@ -8,7 +8,7 @@ from . import kernels
 from ._jit import FAR, MAX_DEPTH
 from .builder import binned_sah_build
 from .config import BuildConfig
-from .hits import AllHits, Hits
+from .hits import AllHits, Hits, dot_rows, face_normals, unit_rows
 from .node_layout import COUNT, aligned_empty, pack_nodes
 from .tree import Tree
 from .triangles import prepare_triangles
@@ -175,7 +175,8 @@ class MeshBVH:
         n = origins.shape[0]
         if self.triangle_count == 0:
             empty = np.empty(0)
-            return AllHits(empty.astype(np.int64), empty, empty.astype(np.int64), empty, empty)
+            return AllHits(empty.astype(np.int64), empty, empty.astype(np.int64), empty, empty, np.empty((0, 3)),
+                           np.empty((0, 3)), np.zeros(0, np.bool_))
         tmax = min(tmax, FAR)
         counts = np.empty(n, np.int64)
         kernels.count_hits_parallel(self.nodes, self._links, self.triangles, self.offset, origins, directions,
@@ -192,9 +193,18 @@ class MeshBVH:
         kernels.collect_hits_parallel(self.nodes, self._links, self.triangles, self.offset, origins, directions,
                                       tmin, tmax, starts, cursor, rows, t, u, v, keep, self._merge_length)
         ray = np.repeat(np.arange(n, dtype=np.int64), counts)[keep]
+        rows = rows[keep]
+        t = t[keep]
         u = np.clip(u[keep], 0.0, 1.0)
         v = np.minimum(np.clip(v[keep], 0.0, 1.0), 1.0 - u)
-        return AllHits(ray, t[keep], self.face_index[rows[keep]].astype(np.int64), u, v)
+        # The point, normal and side of each hit, computed as the closest-hit
+        # kernel computes them, so a ray's first crossing matches intersect.
+        ray_directions = directions[ray]
+        point = origins[ray] + t[:, None] * ray_directions
+        raw_normal = face_normals(self.triangles[rows])
+        front_face = dot_rows(ray_directions, raw_normal) < 0.0
+        return AllHits(ray, t, self.face_index[rows].astype(np.int64), u, v, point, unit_rows(raw_normal),
+                       front_face)
 
 
 def _carve(n: int, columns) -> list[np.ndarray]:

@@ -104,13 +104,6 @@ class MeshPack(NamedTuple):
         """(K,) int64: faces of each mesh as added."""
         return np.diff(self.face_start)
 
-    def mesh_bounds(self) -> np.ndarray:
-        """(K, 2, 3) float64: each mesh's box in its own coordinates."""
-        boxes = self.mesh_boxes
-        lo = boxes[:, :, :3].min(axis=1) + self.mesh_offset
-        hi = boxes[:, :, 3:].max(axis=1) + self.mesh_offset
-        return np.stack([lo, hi], axis=1)
-
 
 def empty_pack() -> MeshPack:
     zero = np.zeros(1, np.int64)

@@ -25,12 +25,13 @@ import numpy as np
 from . import scene_kernels
 from ._jit import FAR
 from .builder import binned_sah_build
-from .frustum import any_triangle_in_frustum, boxes_in_frustum, planes_to_object_space, triangles_in_frustum
+from .frustum import (INSIDE, OUTSIDE, all_triangles_within_frustum, any_triangle_in_frustum, boxes_in_frustum,
+                      planes_to_object_space, triangles_in_frustum, triangles_within_frustum)
 from .config import BuildConfig
-from .hits import SceneAllHits, SceneHits, Selection
+from .hits import SceneAllHits, SceneHits, Selection, dot_rows, face_normals, unit_rows
 from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, freeze
 from .node_layout import pack_nodes
-from .shapes import KIND_NAMES, MESH, REMOVED, make_shape
+from .shapes import BOX, KIND_NAMES, MESH, POLYGON, QUAD, REMOVED, SPHERE, make_shape
 from .validation import MAX_MESH_EXTENT, check_mesh, check_rays, check_window, real_array
 
 #: Batches up to this size run on the calling thread: waking the thread pool
@@ -62,8 +63,11 @@ class UnknownIdError(LookupError):
 class ObjectInfo:
     """One object of a scene, as :attr:`Scene.objects` lists it.
 
-    ``bounds`` is the ``(2, 3)`` world box the top level uses (NaN for an
-    object whose box is not finite); ``triangles`` is 0 for shapes;
+    ``bounds`` is the object's ``(2, 3)`` world box: exact (the extremes of
+    its mesh's vertices or its shape, transformed, with no float32 widening)
+    for a transform that maps axes to axes (translation, scale, mirroring,
+    axis swaps); for a turned object the tighter of the transformed exact box
+    and the box the top level uses, so still a bound. ``triangles`` is 0 for shapes;
     ``params`` holds a shape's parameters (``{}`` for a mesh instance).
     """
 
@@ -104,6 +108,9 @@ class _Snapshot:
         self.mask = mask
         self.pickable = pickable
         self.bounds = bounds
+        # Each shape's parameters (see bvh.shapes), for the exact window test of a selection.
+        self.shape_start = shape_start
+        self.shape_data = shape_data
         live = kind != REMOVED
         self.live = np.flatnonzero(live)
         self.enabled = _frozen(live & pickable & (mask != 0))
@@ -186,6 +193,68 @@ def _affine_inverse(matrix: np.ndarray) -> np.ndarray:
     return np.concatenate([linear_inv, -(linear_inv @ matrix[:3, 3])[:, None]], axis=1)
 
 
+def _apply_linear(matrices: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """(H, 3) products ``matrices (H, 3, 3) @ vectors (H, 3)``, summed
+    ``x + y + z`` in that order as the kernels sum them (``einsum`` or
+    ``@`` may round otherwise)."""
+    return (matrices[:, :, 0] * vectors[:, 0:1] + matrices[:, :, 1] * vectors[:, 1:2]
+            + matrices[:, :, 2] * vectors[:, 2:3])
+
+
+def _normals_to_world(linear_inverse: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """(H, 3) world normals (not unit) of object-space normals ``local (H, 3)``.
+
+    Through the inverse transpose, i.e. the transpose of the linear part of
+    the world-to-object map ``linear_inverse (H, 3, 3)``, which keeps outward
+    outward under mirroring.
+    """
+    return _apply_linear(linear_inverse.transpose(0, 2, 1), local)
+
+
+def _shape_normals(snap: "_Snapshot", objects: np.ndarray, origins: np.ndarray, directions: np.ndarray,
+                   t: np.ndarray) -> np.ndarray:
+    """(H, 3) outward object-space normals (not unit) of shape hits.
+
+    Parameters
+    ----------
+    objects : (H,) int64
+        Shape objects hit.
+    origins, directions : (H, 3) float64
+        The world rays.
+    t : (H,) float64
+        Where each ray meets its shape.
+
+    Notes
+    -----
+    The all-hits kernel keeps no normal, so these are taken again from the
+    object-space hit point, as :func:`bvh.shapes.shape_hit` takes them: a
+    sphere's point itself, a box's face axis (the coordinate furthest out
+    relative to its half size, which at an edge picks one of the two faces),
+    +z for a quad, a polygon's plane normal.
+    """
+    inverse = snap.inverse[objects]
+    # The ray in object space, as bvh.scene_kernels._object_ray maps it.
+    local_origin = _apply_linear(inverse[:, :, :3], origins) + inverse[:, :, 3]
+    local_direction = _apply_linear(inverse[:, :, :3], directions)
+    local_point = local_origin + t[:, None] * local_direction
+    kinds = snap.kind[objects]
+    normal = np.zeros((objects.shape[0], 3))
+    starts = snap.shape_start[objects]
+    data = snap.shape_data
+    sphere = kinds == SPHERE
+    normal[sphere] = local_point[sphere]
+    box = np.flatnonzero(kinds == BOX)
+    if box.size:
+        half = data[starts[box, None] + np.arange(3)]
+        axis = np.argmax(np.abs(local_point[box]) / half, axis=1)
+        normal[box, axis] = np.where(local_point[box, axis] < 0.0, -1.0, 1.0)
+    normal[kinds == QUAD, 2] = 1.0
+    polygon = np.flatnonzero(kinds == POLYGON)
+    if polygon.size:
+        normal[polygon] = data[starts[polygon, None] + np.arange(3, 6)]
+    return normal
+
+
 def _box_corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """(..., 8, 3) corners of boxes ``lo, hi (..., 3)``."""
     pick = np.array([[(c >> k) & 1 for k in range(3)] for c in range(8)], bool)
@@ -199,12 +268,85 @@ def _world_bounds(transform: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     nodes can hold.
     """
     corners = _box_corners(boxes[:, :3], boxes[:, 3:]).reshape(-1, 3)
-    world = corners @ transform[:3, :3].T + transform[:3, 3]
+    world = _apply_linear(transform[None, :3, :3], corners) + transform[:3, 3]
     bounds = np.stack([world.min(axis=0), world.max(axis=0)])
     if not np.abs(bounds).max() < MAX_MESH_EXTENT:
         raise ValueError(f"transform places the object beyond {MAX_MESH_EXTENT:g} from the origin, "
                          "more than float32 bounds can hold")
     return bounds
+
+
+def _shape_within(kind: int, data: np.ndarray, transform: np.ndarray, planes: np.ndarray) -> bool:
+    """Whether a shape lies entirely inside a convex region (exact).
+
+    Parameters
+    ----------
+    kind : int
+        ``SPHERE``, ``BOX``, ``QUAD`` or ``POLYGON``.
+    data : (K,) float64
+        ``shape_data`` from the shape's start on (see :mod:`bvh.shapes`);
+        what follows the shape's own parameters is ignored.
+    transform : (4, 4) float64
+        Object to world.
+    planes : (P, 4) float64
+        World half-spaces ``n . x + d >= 0``.
+
+    Notes
+    -----
+    The test runs in the shape's own space, where the planes have unit
+    normals (:func:`bvh.frustum.planes_to_object_space`), so each row's value
+    is a signed distance: a sphere of radius ``r`` about the origin (an
+    ellipsoid in the world) is inside when every plane's ``d >= r``; a box or
+    a quad when all its corners are; a polygon when all its vertices are, as
+    the pick sees them (the outline projected onto the polygon's plane).
+    """
+    local = planes_to_object_space(planes, transform)
+    if kind == SPHERE:
+        return bool((local[:, 3] >= data[0]).all())
+    if kind in (BOX, QUAD):
+        # Half sizes: three for a box, two for a quad, which lies in z = 0.
+        half = np.zeros(3)
+        sides = 3 if kind == BOX else 2
+        half[:sides] = data[:sides]
+        return bool(boxes_in_frustum(np.stack([-half, half]), local)[0] == INSIDE)
+    point, normal, drop, count = data[:3], data[3:6], int(data[6]), int(data[7])
+    keep = [axis for axis in range(3) if axis != drop]
+    vertices = np.empty((count, 3))
+    vertices[:, keep[0]] = data[8:8 + count]
+    vertices[:, keep[1]] = data[8 + count:8 + 2 * count]
+    # On the plane through point with that normal: the coordinate the crossings test drops.
+    vertices[:, drop] = point[drop] - (normal[keep[0]] * (vertices[:, keep[0]] - point[keep[0]])
+                                       + normal[keep[1]] * (vertices[:, keep[1]] - point[keep[1]])) / normal[drop]
+    # A fan over the outline uses every vertex: within the region exactly when all vertices are.
+    fan = np.stack([np.zeros(count - 2, np.int64), np.arange(1, count - 1), np.arange(2, count)], axis=1)
+    return all_triangles_within_frustum(vertices, fan, local)
+
+
+def _reported_bounds(transform: np.ndarray, box: np.ndarray, cover: np.ndarray) -> np.ndarray:
+    """(2, 3) world box of an object as :class:`ObjectInfo` reports it.
+
+    Parameters
+    ----------
+    transform : (4, 4) float64
+    box : (2, 3) float64
+        The exact object-space box (of the mesh's vertices, or the shape's).
+    cover : (2, 3) float64
+        The world box the top level uses (:func:`_world_bounds`): padded by
+        float32 steps, so it reads ``-2.8e-45`` where the object starts at 0.
+
+    Notes
+    -----
+    Each world coordinate of a corner is one product per axis plus the
+    translation, in float64, so a transform that maps axes to axes gives the
+    transformed extremes exactly. Turned, the box of the turned box is looser
+    than ``cover`` (the box of sixteen turned node boxes): each side takes
+    the tighter of the two, both bounds of the object.
+    """
+    corners = _apply_linear(transform[None, :3, :3], _box_corners(box[0], box[1])) + transform[:3, 3]
+    lo = np.maximum(corners.min(axis=0), cover[0])
+    hi = np.minimum(corners.max(axis=0), cover[1])
+    # Adding 0.0 turns a mirrored -0.0 into 0.0.
+    return np.stack([lo, hi]) + 0.0
 
 
 class Scene:
@@ -233,6 +375,8 @@ class Scene:
         self._mask = np.zeros(0, np.uint32)
         self._pickable = np.zeros(0, bool)
         self._bounds = np.zeros((0, 2, 3))
+        self._reported = np.zeros((0, 2, 3))
+        self._mesh_extremes: dict[int, np.ndarray] = {}
         self._names: list[str | None] = []
         self._shape_data: list[np.ndarray] = []
         self._params: list[dict] = []
@@ -306,9 +450,9 @@ class Scene:
         with self._lock:
             pack = self._committed_pack()
             counts = pack.triangle_counts()
-            bounds = pack.mesh_bounds()
             return [MeshInfo(id=k, name=self._mesh_names[k], triangles=int(counts[k]),
-                             vertices=int(pack.vertex_start[k + 1] - pack.vertex_start[k]), bounds=bounds[k],
+                             vertices=int(pack.vertex_start[k + 1] - pack.vertex_start[k]),
+                             bounds=self._mesh_box(pack, k).copy(),
                              has_normals=bool(pack.has_normals[k]), has_uvs=bool(pack.has_uvs[k]))
                     for k in range(pack.mesh_count)]
 
@@ -333,7 +477,35 @@ class Scene:
         return pack.source_face[pack.face_start[mesh_id]:pack.face_start[mesh_id + 1]].astype(np.int64)
 
     # ------------------------------------------------------------ objects
+    def _mesh_box(self, pack: MeshPack, mesh: int) -> np.ndarray:
+        """(2, 3) exact box of the vertices mesh ``mesh``'s faces use, in its
+        own coordinates (cached: meshes never change)."""
+        box = self._mesh_extremes.get(mesh)
+        if box is None:
+            vertices = pack.mesh_vertices(mesh)
+            used = np.zeros(vertices.shape[0], bool)
+            used[pack.mesh_faces(mesh).reshape(-1)] = True
+            box = np.stack([vertices[used].min(axis=0), vertices[used].max(axis=0)])
+            self._mesh_extremes[mesh] = box
+        return box
+
+    def _placed_bounds(self, pack: MeshPack, mesh, shape_box, transform) -> tuple[np.ndarray, np.ndarray]:
+        """``(cover, reported)`` (2, 3) world boxes of an object: the padded one
+        the top level uses and the exact one :class:`ObjectInfo` reports.
+
+        ``mesh`` is the object's mesh id, or None for a shape, whose
+        object-space box is then ``shape_box (2, 3)``.
+        """
+        if mesh is None:
+            box = shape_box
+            cover = _world_bounds(transform, shape_box.reshape(1, 6))
+        else:
+            box = self._mesh_box(pack, mesh)
+            cover = _world_bounds(transform, pack.mesh_boxes[mesh] + np.tile(pack.mesh_offset[mesh], 2))
+        return cover, _reported_bounds(transform, box, cover)
+
     def _new_slot(self, kind, mesh_of, transform, mask, pickable, name, shape_data, params, bounds) -> int:
+        """A new object; ``bounds`` is the ``(cover, reported)`` pair of :meth:`_placed_bounds`."""
         oid = self._count
         if oid == self._kind.shape[0]:
             capacity = max(16, 2 * oid)
@@ -350,13 +522,14 @@ class Scene:
             self._mask = grown(self._mask, 0)
             self._pickable = grown(self._pickable, False)
             self._bounds = grown(self._bounds, np.nan)
+            self._reported = grown(self._reported, np.nan)
         self._kind[oid] = kind
         self._mesh_of[oid] = mesh_of
         self._transform[oid] = transform
         self._inverse[oid] = _affine_inverse(transform)
         self._mask[oid] = mask
         self._pickable[oid] = pickable
-        self._bounds[oid] = bounds
+        self._bounds[oid], self._reported[oid] = bounds
         self._names.append(name)
         self._shape_data.append(shape_data)
         self._params.append(params)
@@ -404,10 +577,8 @@ class Scene:
         mask = _check_mask(mask)
         with self._lock:
             mesh_id = self._check_mesh_id(mesh_id)
-            pack = self._committed_pack()
-            boxes = pack.mesh_boxes[mesh_id] + np.tile(pack.mesh_offset[mesh_id], 2)
-            return self._new_slot(MESH, mesh_id, transform, mask, bool(pickable), name, None, {},
-                                  _world_bounds(transform, boxes))
+            bounds = self._placed_bounds(self._committed_pack(), mesh_id, None, transform)
+            return self._new_slot(MESH, mesh_id, transform, mask, bool(pickable), name, None, {}, bounds)
 
     def add_shape(self, kind, transform=None, name=None, mask=ALL_BITS, pickable=True, **params) -> int:
         """Place an analytic shape (``sphere``, ``box``, ``quad``, ``polygon``; see
@@ -418,7 +589,7 @@ class Scene:
         mask = _check_mask(mask)
         with self._lock:
             return self._new_slot(code, -1, transform, mask, bool(pickable), name, data, params,
-                                  _world_bounds(transform, local.reshape(1, 6)))
+                                  self._placed_bounds(self._pack, None, local, transform))
 
     def add_scene(self, other: "Scene", transform=None) -> list[int]:
         """Copy ``other``'s live objects (and the meshes they use) into this scene.
@@ -458,14 +629,13 @@ class Scene:
         with self._lock:
             oid = self._check_object_id(object_id)
             if self._kind[oid] == MESH:
-                pack = self._committed_pack()
-                mesh = self._mesh_of[oid]
-                boxes = pack.mesh_boxes[mesh] + np.tile(pack.mesh_offset[mesh], 2)
+                bounds = self._placed_bounds(self._committed_pack(), int(self._mesh_of[oid]), None, transform)
             else:
-                boxes = make_shape(KIND_NAMES[int(self._kind[oid])], **self._params[oid])[3].reshape(1, 6)
+                local = make_shape(KIND_NAMES[int(self._kind[oid])], **self._params[oid])[3]
+                bounds = self._placed_bounds(self._pack, None, local, transform)
             self._transform[oid] = transform
             self._inverse[oid] = _affine_inverse(transform)
-            self._bounds[oid] = _world_bounds(transform, boxes)
+            self._bounds[oid], self._reported[oid] = bounds
             self._changed()
 
     def set_pickable(self, object_id, pickable: bool) -> None:
@@ -504,7 +674,7 @@ class Scene:
         kind = int(self._kind[oid])
         mesh = int(self._mesh_of[oid]) if kind == MESH else None
         return ObjectInfo(id=oid, name=self._names[oid], kind=KIND_NAMES[kind], mesh=mesh,
-                          transform=self._transform[oid].copy(), bounds=self._bounds[oid].copy(),
+                          transform=self._transform[oid].copy(), bounds=self._reported[oid].copy(),
                           mask=int(self._mask[oid]), pickable=bool(self._pickable[oid]),
                           triangles=int(counts[mesh]) if mesh is not None else 0, params=dict(self._params[oid]))
 
@@ -534,9 +704,10 @@ class Scene:
 
     @property
     def bounds(self) -> np.ndarray:
-        """(2, 3) float64: world box of the live objects; NaN when there are none."""
+        """(2, 3) float64: world box of the live objects (their boxes as
+        :class:`ObjectInfo` reports them); NaN when there are none."""
         with self._lock:
-            boxes = self._bounds[:self._count][self._kind[:self._count] != REMOVED]
+            boxes = self._reported[:self._count][self._kind[:self._count] != REMOVED]
             if boxes.shape[0] == 0:
                 return np.full((2, 3), np.nan)
             return np.stack([boxes[:, 0].min(axis=0), boxes[:, 1].max(axis=0)])
@@ -712,7 +883,8 @@ class Scene:
         Returns
         -------
         SceneAllHits
-            Flat arrays sorted by ``(ray, t)``.
+            Flat arrays sorted by ``(ray, t)``; each hit's point, normals,
+            texture coordinates and side as :meth:`intersect` gives them.
         """
         origins, directions = check_rays(origins, directions)
         tmin, tmax = check_window(tmin, tmax)
@@ -721,7 +893,8 @@ class Scene:
         n = origins.shape[0]
         if not snap.traceable:
             none = np.zeros(0, np.int64)
-            return SceneAllHits(none, np.zeros(0), none, none, none, np.zeros(0), np.zeros(0))
+            return SceneAllHits(none, np.zeros(0), none, none, none, np.zeros(0), np.zeros(0), np.zeros((0, 3)),
+                                np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 2)), np.zeros(0, np.bool_))
         arrays = snap.with_enabled(enabled)
         tmax = min(tmax, FAR)
         counts = np.empty(n, np.int64)
@@ -745,14 +918,32 @@ class Scene:
         mesh = np.where(on_mesh, snap.mesh_of[objects_hit], -1).astype(np.int64)
         triangle = np.full(rows.shape[0], -1, np.int64)
         triangle[on_mesh] = snap.pack.face_index[rows[on_mesh]]
+        t = t[keep]
         u = u[keep]
         v = v[keep]
         u[on_mesh] = np.clip(u[on_mesh], 0.0, 1.0)
         v[on_mesh] = np.minimum(np.clip(v[on_mesh], 0.0, 1.0), 1.0 - u[on_mesh])
-        return SceneAllHits(ray, t[keep], objects_hit, mesh, triangle, u, v)
+        # Point, normal and side of each hit, computed as the closest-hit
+        # kernel computes them, so a ray's first crossing matches intersect;
+        # shading normals and texture coordinates as intersect interpolates them.
+        ray_origins = origins[ray]
+        ray_directions = directions[ray]
+        point = ray_origins + t[:, None] * ray_directions
+        local_normal = np.empty((rows.shape[0], 3))
+        local_normal[on_mesh] = face_normals(snap.pack.tris[rows[on_mesh]])
+        on_shape = np.flatnonzero(~on_mesh)
+        if on_shape.size:
+            local_normal[on_shape] = _shape_normals(snap, objects_hit[on_shape], ray_origins[on_shape],
+                                                    ray_directions[on_shape], t[on_shape])
+        world_normal = _normals_to_world(snap.inverse[objects_hit, :, :3], local_normal)
+        normal = unit_rows(world_normal)
+        front_face = dot_rows(world_normal, ray_directions) < 0.0
+        shading_normal, uv = self._interpolate(snap, objects_hit, mesh, triangle, u, v, normal)
+        return SceneAllHits(ray, t, objects_hit, mesh, triangle, u, v, point, normal, shading_normal, uv, front_face)
 
-    def select(self, planes, mode="objects", mask=ALL_BITS, objects=None, exclude=None) -> Selection:
-        """Objects (or their triangles) inside or crossing a convex region.
+    def select(self, planes, mode="objects", mask=ALL_BITS, objects=None, exclude=None,
+               containment="crossing") -> Selection:
+        """Objects (or their triangles) that meet, or lie within, a convex region.
 
         Parameters
         ----------
@@ -762,16 +953,27 @@ class Scene:
         mode : "objects" or "triangles"
         mask, objects, exclude
             As for :meth:`intersect`; objects that are not pickable are skipped.
+        containment : "crossing" or "window"
+            As the two marquees of CAD tools: ``"crossing"`` takes what meets
+            the region (a point in common is enough), ``"window"`` only what
+            lies entirely inside it: an object when all its triangles do, and
+            in ``"triangles"`` mode only the triangles that do.
 
         Returns
         -------
         Selection
-            Objects are culled by their world boxes, then meshes tested
-            exactly, triangle by triangle. Shapes are judged by their world
-            boxes, a conservative answer.
+            Objects are culled by their world boxes (a box outside the region
+            leaves its object out, a box inside takes it whole), then meshes
+            are tested exactly, triangle by triangle (for a window, every
+            vertex a face uses must be inside). Shapes: for a crossing, judged
+            by their world boxes, a conservative answer; for a window, exactly
+            (see :func:`_shape_within`).
         """
         if mode not in ("objects", "triangles"):
             raise ValueError(f"mode must be 'objects' or 'triangles', got {mode!r}")
+        if containment not in ("crossing", "window"):
+            raise ValueError(f"containment must be 'crossing' or 'window', got {containment!r}")
+        window = containment == "window"
         planes = real_array("planes", planes).astype(np.float64)
         if planes.ndim != 2 or planes.shape[1] != 4 or planes.shape[0] == 0:
             raise ValueError(f"planes must have shape (P, 4), P >= 1, got {planes.shape}")
@@ -782,30 +984,39 @@ class Scene:
         candidates = np.flatnonzero(enabled)
         candidates = candidates[np.isfinite(snap.bounds[candidates]).all(axis=(1, 2))]
         state = boxes_in_frustum(snap.bounds[candidates], planes) if candidates.size else np.zeros(0, np.int8)
+        whole_object = np.array([-1])
         chosen_objects = []
         chosen_triangles = []
         pack = snap.pack
-        for oid, inside in zip(candidates.tolist(), state.tolist()):
-            if inside == 0:
+        for oid, box in zip(candidates.tolist(), state.tolist()):
+            if box == OUTSIDE:
                 continue
-            if snap.kind[oid] != MESH:
+            kind = int(snap.kind[oid])
+            if kind != MESH:
+                start = int(snap.shape_start[oid])
+                if not window or box == INSIDE or _shape_within(
+                        kind, snap.shape_data[start:], snap.transform[oid], planes):
+                    chosen_objects.append(np.array([oid]))
+                    chosen_triangles.append(whole_object)
+                continue
+            if box == INSIDE and mode == "objects":
                 chosen_objects.append(np.array([oid]))
-                chosen_triangles.append(np.array([-1]))
+                chosen_triangles.append(whole_object)
                 continue
             mesh = int(snap.mesh_of[oid])
-            if inside == 2 and mode == "objects":
-                chosen_objects.append(np.array([oid]))
-                chosen_triangles.append(np.array([-1]))
-                continue
+            vertices = pack.mesh_vertices(mesh)
             faces = pack.mesh_faces(mesh)
             local = planes_to_object_space(planes, snap.transform[oid])
             if mode == "objects":
-                if any_triangle_in_frustum(pack.mesh_vertices(mesh), faces, local):
+                taken = all_triangles_within_frustum if window else any_triangle_in_frustum
+                if taken(vertices, faces, local):
                     chosen_objects.append(np.array([oid]))
-                    chosen_triangles.append(np.array([-1]))
+                    chosen_triangles.append(whole_object)
             else:
-                hit = np.ones(faces.shape[0], bool) if inside == 2 else \
-                    triangles_in_frustum(pack.mesh_vertices(mesh), faces, local)
+                if box == INSIDE:
+                    hit = np.ones(faces.shape[0], bool)
+                else:
+                    hit = (triangles_within_frustum if window else triangles_in_frustum)(vertices, faces, local)
                 found = np.flatnonzero(hit)
                 chosen_objects.append(np.full(found.shape[0], oid))
                 chosen_triangles.append(found)
@@ -895,6 +1106,7 @@ class Scene:
         scene._mask = np.array(arrays["object_mask"], np.uint32)
         scene._pickable = np.array(arrays["object_pickable"], bool)
         scene._bounds = np.full((n, 2, 3), np.nan)
+        scene._reported = np.full((n, 2, 3), np.nan)
         scene._names = names
         scene._params = params
         scene._shape_data = [None] * n
@@ -907,14 +1119,14 @@ class Scene:
                 mesh = mesh_of[oid]
                 if not 0 <= mesh < pack.mesh_count:
                     raise ValueError(f"object {oid} refers to mesh {mesh}, which is not there")
-                boxes = pack.mesh_boxes[mesh] + np.tile(pack.mesh_offset[mesh], 2)
+                bounds = scene._placed_bounds(pack, int(mesh), None, transform[oid])
             else:
                 code, data, _, local = make_shape(KIND_NAMES[int(kind[oid])], **params[oid])
                 stored = shape_data[starts[oid]:starts[oid] + lengths[oid]]
                 if stored.shape != data.shape or not np.array_equal(stored, data):
                     raise ValueError(f"shape data of object {oid} does not match its parameters")
                 scene._shape_data[oid] = data
-                boxes = local.reshape(1, 6)
-            scene._bounds[oid] = _world_bounds(transform[oid], boxes)
+                bounds = scene._placed_bounds(pack, None, local, transform[oid])
+            scene._bounds[oid], scene._reported[oid] = bounds
         scene._objects_token = str(metadata["objects_token"])
         return scene

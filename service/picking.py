@@ -218,37 +218,33 @@ def results(stored: StoredScene, view: SceneView, hits, speeds: np.ndarray) -> l
     return out
 
 
-def all_hit_results(stored: StoredScene, view: SceneView, every, origin: np.ndarray,
-                    direction: np.ndarray) -> list[dict]:
+def all_hit_results(stored: StoredScene, view: SceneView, every, speed: float) -> list[dict]:
     """Every crossing of one ray (a ``bvh.SceneAllHits``), sorted by t.
 
-    ``intersect_all`` reports no normals: mesh hits get the geometric normal
-    of their triangle (world space, as ``intersect`` computes it) and
-    ``front_face``; shape hits have ``normal`` and ``front_face`` null.
-    ``shading_normal`` and ``uv`` are null for all.
+    Each crossing is a result object as :func:`results` makes for a closest
+    hit: point, normals, texture coordinates and side come from
+    ``intersect_all``, snapping to the nearest vertex and edge is added here.
+    ``speed`` is the length of the ray's direction, so ``distance = t * speed``.
     """
     count = every.t.shape[0]
     if count == 0:
         return []
-    points = origin[None, :] + every.t[:, None] * direction[None, :]
     on_mesh = every.mesh >= 0
-    normals = np.full((count, 3), np.nan)
     vertex = np.full(count, -1, np.int64)
     vertex_point = np.zeros((count, 3))
     edge = np.zeros((count, 2), np.int64)
     if on_mesh.any():
         rows = np.flatnonzero(on_mesh)
         vertex[rows], vertex_point[rows], edge[rows] = snapping(
-            stored, view, every.object[rows], every.mesh[rows], every.triangle[rows], points[rows])
-        normals[rows] = _geometric_normals(stored, view, every.object[rows], every.mesh[rows], every.triangle[rows])
-    speed = float(np.linalg.norm(direction))
-    front = (normals @ direction) < 0.0
+            stored, view, every.object[rows], every.mesh[rows], every.triangle[rows], every.point[rows])
+    has_uv = ~np.isnan(every.uv).any(axis=1)
     out = []
-    for k, (oid, mesh, triangle, t_hit, point, u_hit, v_hit, normal, front_face, vertex_index, vertex_at,
-            edge_pair) in enumerate(zip(every.object.tolist(), every.mesh.tolist(), every.triangle.tolist(),
-                                        every.t.tolist(), points.tolist(), every.u.tolist(), every.v.tolist(),
-                                        normals.tolist(), front.tolist(), vertex.tolist(), vertex_point.tolist(),
-                                        edge.tolist())):
+    for (oid, mesh, triangle, t_hit, point, u_hit, v_hit, normal, shading, uv_hit, uv_known, front_face,
+         vertex_index, vertex_at, edge_pair) in zip(
+            every.object.tolist(), every.mesh.tolist(), every.triangle.tolist(), every.t.tolist(),
+            every.point.tolist(), every.u.tolist(), every.v.tolist(), every.normal.tolist(),
+            every.shading_normal.tolist(), every.uv.tolist(), has_uv.tolist(), every.front_face.tolist(),
+            vertex.tolist(), vertex_point.tolist(), edge.tolist()):
         info = view.objects.get(oid)
         is_mesh = mesh >= 0
         out.append({
@@ -260,30 +256,14 @@ def all_hit_results(stored: StoredScene, view: SceneView, every, origin: np.ndar
             "mesh": mesh if is_mesh else None,
             "triangle": triangle if is_mesh else None,
             "barycentric": [1.0 - u_hit - v_hit, u_hit, v_hit] if is_mesh else None,
-            "normal": normal if is_mesh else None,
-            "shading_normal": None,
-            "uv": None,
-            "front_face": front_face if is_mesh else None,
+            "normal": normal,
+            "shading_normal": shading,
+            "uv": uv_hit if uv_known else None,
+            "front_face": front_face,
             "nearest_vertex": {"index": vertex_index, "point": vertex_at} if is_mesh else None,
             "nearest_edge": edge_pair if is_mesh else None,
         })
     return out
-
-
-def _geometric_normals(stored: StoredScene, view: SceneView, objects, meshes, triangles) -> np.ndarray:
-    """Unit world normals along ``(V1-V0) x (V2-V0)`` taken through the inverse transpose."""
-    n = objects.shape[0]
-    local = np.empty((n, 3, 3))
-    for mesh in np.unique(meshes).tolist():
-        rows = np.flatnonzero(meshes == mesh)
-        vertices, faces = stored.mesh_arrays[mesh]
-        local[rows] = vertices[faces[triangles[rows]]]
-    linear = _world_transforms(view, objects)[:, :3, :3]
-    with np.errstate(all="ignore"):
-        normal = np.cross(local[:, 1] - local[:, 0], local[:, 2] - local[:, 0])
-        world = np.einsum("nji,nj->ni", np.linalg.inv(linear), normal)
-        length = np.linalg.norm(world, axis=1, keepdims=True)
-        return world / np.where(length > 0, length, 1.0)
 
 
 def batch_columns(hits) -> dict:

@@ -51,7 +51,11 @@ def assert_agrees_with_oracle(vertices, faces, origins, directions, tmin=0.0, tm
     n = np.cross(v1 - v0, v2 - v0)
     n /= np.linalg.norm(n, axis=1, keepdims=True)
     assert np.all(np.abs(np.einsum("ij,ij->i", n, hits.normal[ours]) - 1) <= 1e-5)
-    np.testing.assert_array_equal(hits.front_face[ours], np.einsum("ij,ij->i", n, directions[ours]) < 0)
+    # The side is the sign of n . d: compared where rounding (the tree's float32
+    # vertices, einsum's summation order) cannot flip it.
+    facing = np.einsum("ij,ij->i", n, directions[ours])
+    clear = np.abs(facing) > 1e-6 * length[ours]
+    np.testing.assert_array_equal(hits.front_face[ours][clear], facing[clear] < 0)
     assert not hits.front_face[~ours].any()
     return hits
 
@@ -188,6 +192,38 @@ def test_intersect_all_window_and_empty():
     np.testing.assert_allclose(result.t, [2.0])
     none = mesh.intersect_all([[5.0, 5.0, 5.0]], [[1.0, 0.0, 0.0]])
     assert len(none) == 0 and none.ray.dtype == np.int64
+    assert none.point.shape == none.normal.shape == (0, 3) and none.front_face.shape == (0,)
+
+
+def test_intersect_all_points_and_normals_are_those_of_closest_hits():
+    """Each crossing carries its point, unit normal and side; a ray's first
+    crossing carries what intersect gives, later ones the oracle's normal."""
+    vertices, faces = sample_mesh("torus.ply")
+    origins, directions = pick_rays(vertices, 1000, np.random.default_rng(11))
+    mesh = bvh.build(vertices, faces)
+    every = mesh.intersect_all(origins, directions)
+    closest = mesh.intersect(origins, directions)
+    assert len(every) > closest.hit.sum() > 500
+    ray_directions = directions[every.ray]
+    np.testing.assert_allclose(every.point, origins[every.ray] + every.t[:, None] * ray_directions, rtol=0,
+                               atol=1e-12 * np.abs(every.point).max())
+    np.testing.assert_allclose(np.linalg.norm(every.normal, axis=1), 1.0, rtol=1e-12)
+    facing = (every.normal * ray_directions).sum(axis=1)
+    clear = np.abs(facing) > 1e-6 * np.linalg.norm(ray_directions, axis=1)
+    assert clear.mean() > 0.99
+    np.testing.assert_array_equal(every.front_face[clear], facing[clear] < 0)
+    first = np.flatnonzero(np.diff(np.concatenate([[-1], every.ray])) != 0)
+    rays = every.ray[first]
+    same = every.triangle[first] == closest.triangle[rays]
+    assert same.mean() > 0.99
+    for field in ("t", "point", "normal", "front_face"):
+        np.testing.assert_allclose(getattr(every, field)[first[same]], getattr(closest, field)[rays[same]],
+                                   rtol=1e-12, atol=1e-12, err_msg=field)
+    corners = vertices[faces[every.triangle]]
+    oracle = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    oracle /= np.linalg.norm(oracle, axis=1, keepdims=True)
+    # The tree holds the vertices rounded to float32: normals agree to that precision.
+    np.testing.assert_allclose(every.normal, oracle, atol=1e-4)
 
 
 def test_degenerate_triangles_are_never_hit():

@@ -87,8 +87,11 @@ def test_sixty_instances_agree_with_the_flattened_reference(sixty_instances):
     exact = same[hits.triangle[same] == local_face[ref_triangle[same]]]
     assert exact.size >= 0.99 * same.size
     assert np.allclose(hits.point[same], origins[same] + ref_t[same, None] * directions[same], atol=1e-4)
-    # front_face follows the world normal: direction . normal < 0.
-    assert np.array_equal(hits.front_face[same], (directions[same] * hits.normal[same]).sum(axis=1) < 0)
+    # front_face follows the world normal: direction . normal < 0, where
+    # rounding cannot flip that sign (the kernel takes it before normalising).
+    facing = (directions[same] * hits.normal[same]).sum(axis=1)
+    clear = np.abs(facing) > 1e-9 * np.linalg.norm(directions[same], axis=1)
+    assert np.array_equal(hits.front_face[same][clear], facing[clear] < 0)
 
 
 def test_cull_backfaces_under_mirroring(sixty_instances):
@@ -443,3 +446,304 @@ def test_a_batch_of_edits_is_one_change_for_queries():
     assert scene.intersect(*down).t[0] == 3.0
     with pytest.raises(ValueError, match="beyond 1e\\+37"):
         scene.set_transform(a, np.diag([1e300, 1e300, 1e300, 1.0]))
+
+
+# ------------------------------------------------- window and crossing selection
+
+#: World distance within which a vertex is too close to a plane for the
+#: reference and the kernels (which test in each object's own space) to be
+#: compared: rounding may put it on either side.
+SELECT_MARGIN = 1e-6
+
+
+def pixel_of(camera, point):
+    """Continuous pixel coordinates of a world point seen by ``camera``."""
+    clip = camera.projection @ camera.view @ np.append(point, 1.0)
+    ndc = clip[:2] / clip[3]
+    return np.array([(ndc[0] + 1) / 2 * camera.width, (1 - ndc[1]) / 2 * camera.height])
+
+
+def rect_around(camera, points, margin):
+    """The pixel rectangle holding the projections of ``points``, grown by ``margin`` pixels."""
+    pixels = np.array([pixel_of(camera, p) for p in points])
+    return [*(pixels.min(axis=0) - margin), *(pixels.max(axis=0) + margin)]
+
+
+def world_plane_values(points, transform, planes):
+    """Signed distances ``(N, P)`` of object-space ``points (N, 3)`` under
+    ``transform`` to the unit ``planes``, in float64 by elementwise products
+    (no matrix product: its rounding depends on the CPU's BLAS kernel)."""
+    world = (points[:, None, :] * transform[None, :3, :3]).sum(axis=2) + transform[:3, 3]
+    return (world[:, None, :] * planes[None, :, :3]).sum(axis=2) + planes[:, 3]
+
+
+def grid_mesh(cells: int, half: float):
+    """A square ``[-half, half]^2`` in the z = 0 plane, two triangles per cell."""
+    ticks = np.linspace(-half, half, cells + 1)
+    x, y = np.meshgrid(ticks, ticks, indexing="ij")
+    vertices = np.stack([x.ravel(), y.ravel(), np.zeros(x.size)], axis=1)
+    corner = (np.arange(cells)[:, None] * (cells + 1) + np.arange(cells)[None, :]).ravel()
+    faces = np.concatenate([np.stack([corner, corner + cells + 1, corner + cells + 2], axis=1),
+                            np.stack([corner, corner + cells + 2, corner + 1], axis=1)])
+    return vertices, faces
+
+
+def test_window_takes_what_lies_inside_crossing_what_it_touches():
+    """A small box on a ground plane, seen from above: a marquee around the box
+    crosses the ground, but only the box lies within it."""
+    scene = bvh.Scene()
+    ground = scene.add_instance(scene.add_mesh(*grid_mesh(10, 5.0)), name="ground")
+    box = trimesh.creation.box(extents=[1.0, 1.0, 1.0])
+    lifted = np.eye(4)
+    lifted[:3, 3] = [0.5, 0.5, 0.5]
+    small = scene.add_instance(scene.add_mesh(box.vertices, box.faces), lifted, name="box")
+    camera = bvh.Camera.pinhole([0.0, 0.0, 20.0], [0.0, 0.0, 0.0], [0.0, 1.0, 0.0], 40.0, 400, 400)
+    corners = [[x, y, z] for x in (0.0, 1.0) for y in (0.0, 1.0) for z in (0.0, 1.0)]
+    planes = camera.frustum(rect_around(camera, corners, 5.0))
+    assert sorted(scene.select(planes).object.tolist()) == [ground, small]
+    assert sorted(scene.select(planes, containment="crossing").object.tolist()) == [ground, small]
+    assert scene.select(planes, containment="window").object.tolist() == [small]
+    # In triangles mode a window lists the triangles that lie inside, the box's and the ground's:
+    # the marquee holds the ground's cell under the box, [0, 1]^2, whose two triangles are 55 and 155.
+    triangles = scene.select(planes, mode="triangles", containment="window")
+    assert triangles.triangle[triangles.object == small].tolist() == list(range(len(box.faces)))
+    assert sorted(triangles.triangle[triangles.object == ground].tolist()) == [55, 155]
+    crossing = scene.select(planes, mode="triangles")
+    assert len(crossing.triangle[crossing.object == ground]) > 2
+    # A marquee that cuts the box takes it only when crossing.
+    half = camera.frustum(rect_around(camera, [[0.0, 0.0, 1.0], [0.5, 1.0, 1.0]], 0.0))
+    assert sorted(scene.select(half).object.tolist()) == [ground, small]
+    assert scene.select(half, containment="window").object.tolist() == []
+    # The whole image holds everything.
+    assert sorted(scene.select(camera.frustum(), containment="window").object.tolist()) == [ground, small]
+    with pytest.raises(ValueError, match="containment must be 'crossing' or 'window', got 'inside'"):
+        scene.select(planes, containment="inside")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_window_selection_agrees_with_per_vertex_tests(sixty_instances, seed):
+    """Objects, and triangles, within random marquees, against every used vertex
+    of every object tested against every plane in float64."""
+    scene = sixty_instances
+    rng = np.random.default_rng(500 + seed)
+    direction = rng.normal(size=3)
+    camera = bvh.Camera.pinhole(30.0 * direction / np.linalg.norm(direction), rng.normal(size=3), rng.normal(size=3),
+                                rng.uniform(30.0, 60.0), 320, 240)
+    start = rng.uniform([0.0, 0.0], [140.0, 100.0])
+    planes = camera.frustum([*start, *(start + rng.uniform([120.0, 100.0], [180.0, 140.0]))])
+    objects = scene.select(planes, containment="window")
+    crossing = scene.select(planes, containment="crossing")
+    triangles = scene.select(planes, mode="triangles", containment="window")
+    chosen = set(objects.object.tolist())
+    # The marquee takes some objects whole and cuts others.
+    assert 0 < len(chosen) < len(crossing)
+    assert chosen <= set(crossing.object.tolist())
+    for info in scene.objects:
+        if info.kind != "mesh" or not info.pickable:  # other tests may add shapes to the shared scene
+            continue
+        faces = scene.mesh_faces(info.mesh)
+        values = world_plane_values(scene.mesh_vertices(info.mesh), info.transform, planes)
+        nearest = values.min(axis=1)[faces].min(axis=1)  # per face, its vertex deepest outside a plane
+        listed = np.sort(triangles.triangle[triangles.object == info.id])
+        surely_within = nearest >= SELECT_MARGIN
+        surely_not = nearest < -SELECT_MARGIN
+        assert set(np.flatnonzero(surely_within)) <= set(listed.tolist())
+        assert not set(np.flatnonzero(surely_not)) & set(listed.tolist())
+        if surely_within.all():
+            assert info.id in chosen
+        elif surely_not.any():
+            assert info.id not in chosen
+
+
+def shape_reference(info, planes):
+    """Smallest signed distance of a shape's points to ``planes`` (world), from
+    its corners or vertices, or, for a sphere (an ellipsoid in the world), from
+    its centre less its extent along each plane's normal."""
+    transform = info.transform
+    if info.kind == "sphere":
+        linear = transform[:3, :3]
+        # |A^T n|: the ellipsoid's half-width along the unit normal n, per plane.
+        reach = np.sqrt(((linear[None, :, :] * planes[:, :3, None]).sum(axis=1) ** 2).sum(axis=1))
+        centre = (transform[:3, 3] * planes[:, :3]).sum(axis=1) + planes[:, 3]
+        return float((centre - info.params["radius"] * reach).min())
+    if info.kind in ("box", "quad"):
+        half = np.zeros(3)
+        half[:len(info.params["size"])] = np.array(info.params["size"]) / 2
+        points = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * half
+    else:
+        points = np.array(info.params["vertices"])
+    return float(world_plane_values(points, transform, planes).min())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_window_judges_shapes_by_their_exact_extent(seed):
+    rng = np.random.default_rng(600 + seed)
+    scene = bvh.Scene()
+    star = [[np.cos(a) * r, np.sin(a) * r, 0.0] for a, r in zip(np.linspace(0, 2 * np.pi, 10, endpoint=False),
+                                                                 [1.0, 0.4] * 5)]
+    kinds = [("sphere", {"radius": 0.7}), ("box", {"size": [1.0, 0.5, 2.0]}), ("quad", {"size": [1.5, 0.8]}),
+             ("polygon", {"vertices": star})]
+    for k in range(80):
+        kind, params = kinds[k % 4]
+        scene.add_shape(kind, random_transform(rng, spread=4.0), **params)
+    camera = bvh.Camera.pinhole([0.0, 0.0, 25.0], [0.0, 0.0, 0.0], [0.0, 1.0, 0.0], 40.0, 400, 400)
+    start = rng.uniform(20.0, 150.0, 2)
+    planes = camera.frustum([*start, *(start + rng.uniform(150.0, 250.0, 2))])
+    chosen = set(scene.select(planes, containment="window").object.tolist())
+    assert chosen <= set(scene.select(planes).object.tolist())
+    assert chosen == set(scene.select(planes, mode="triangles", containment="window").object.tolist())
+    decided = 0
+    taken = 0
+    for info in scene.objects:
+        nearest = shape_reference(info, planes)
+        if abs(nearest) < SELECT_MARGIN:
+            continue
+        decided += 1
+        assert (info.id in chosen) == (nearest > 0), (info.kind, nearest)
+        taken += nearest > 0
+    assert decided >= 78 and taken > 0
+
+
+def test_window_on_a_shape_whose_box_crosses_the_region():
+    """A sphere inside a slanted half-space while a corner of its box is not:
+    the box cannot decide, the exact test takes it (and an ellipsoid likewise)."""
+    scene = bvh.Scene()
+    ball = scene.add_shape("sphere", radius=1.0)
+    stretched = scene.add_shape("sphere", np.diag([2.0, 1.0, 1.0, 1.0]), radius=1.0)
+    normal = -np.ones(3) / np.sqrt(3.0)
+
+    def window(d):
+        planes = np.array([[*normal, d], [0.0, 0.0, 1.0, 10.0]])
+        return scene.select(planes, containment="window").object.tolist()
+
+    # The ball reaches 1 along the normal, its box's corner sqrt(3); the ellipsoid reaches sqrt(2).
+    assert window(1.1) == [ball]
+    assert window(0.9) == []
+    assert window(1.45) == [ball, stretched]
+    assert window(1.8) == [ball, stretched]
+
+
+def expected_all_hit_normals(scene, every):
+    """Unit world normals of intersect_all's hits, from the float64 geometry:
+    a mesh face's world corners (winding reversed under mirroring), a shape's
+    outward object-space normal through the inverse transpose."""
+    normals = np.empty((len(every), 3))
+    for k, (oid, triangle, point) in enumerate(zip(every.object.tolist(), every.triangle.tolist(), every.point)):
+        info = scene.object(oid)
+        linear = info.transform[:3, :3]
+        if info.kind == "mesh":
+            corners = scene.mesh_vertices(info.mesh)[scene.mesh_faces(info.mesh)[triangle]]
+            world = corners @ linear.T + info.transform[:3, 3]
+            normal = np.cross(world[1] - world[0], world[2] - world[0]) * np.sign(np.linalg.det(linear))
+        else:
+            local = np.linalg.solve(linear, point - info.transform[:3, 3])
+            if info.kind == "sphere":
+                outward = local
+            elif info.kind == "box":
+                axis = np.argmax(np.abs(local) / (np.array(info.params["size"]) / 2))
+                outward = np.sign(local[axis]) * np.eye(3)[axis]
+            else:
+                # The quad, and the polygon of this test, lie in z = 0 facing +z.
+                outward = np.array([0.0, 0.0, 1.0])
+            normal = np.linalg.solve(linear.T, outward)
+        normals[k] = normal / np.linalg.norm(normal)
+    return normals
+
+
+def test_all_hits_carry_points_normals_and_uvs_like_closest_hits():
+    """intersect_all's per-hit fields follow SceneHits: a ray's first crossing
+    carries what intersect gives; every crossing has a unit normal (the
+    float64 geometry's) on the side front_face says, a point on its ray, and
+    uv and vertex normals only where the mesh has them."""
+    rng = np.random.default_rng(12)
+    sphere = trimesh.creation.icosphere(subdivisions=2)
+    scene = bvh.Scene()
+    textured = scene.add_mesh(sphere.vertices, sphere.faces, normals=sphere.vertices, uvs=sphere.vertices[:, :2])
+    plain = scene.add_mesh(sphere.vertices, sphere.faces)
+    scene.add_instance(textured, random_transform(rng, mirror=True, spread=2.0))
+    scene.add_instance(plain, random_transform(rng, spread=2.0))
+    for kind, params in [("sphere", {"radius": 0.7}), ("box", {"size": (1.0, 2.0, 0.5)}),
+                         ("quad", {"size": (2.0, 1.0)}), ("polygon", {"vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]]})]:
+        scene.add_shape(kind, random_transform(rng, mirror=kind == "box", spread=2.0), **params)
+    origins, directions = pick_rays(scene.bounds, 3000, rng)
+    every = scene.intersect_all(origins, directions)
+    closest = scene.intersect(origins, directions)
+    kinds = {scene.object(oid).kind for oid in every.object.tolist()}
+    assert kinds == {"mesh", "sphere", "box", "quad", "polygon"}
+    ray_directions = directions[every.ray]
+    np.testing.assert_allclose(every.point, origins[every.ray] + every.t[:, None] * ray_directions, rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(every.normal, axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(every.normal, expected_all_hit_normals(scene, every), atol=1e-5)
+    facing = (every.normal * ray_directions).sum(axis=1)
+    clear = np.abs(facing) > 1e-6 * np.linalg.norm(ray_directions, axis=1)
+    assert clear.mean() > 0.99
+    np.testing.assert_array_equal(every.front_face[clear], facing[clear] < 0)
+    # A ray's first crossing is its closest hit.
+    first = np.flatnonzero(np.diff(np.concatenate([[-1], every.ray])) != 0)
+    rays = every.ray[first]
+    same = (every.object[first] == closest.object[rays]) & (every.triangle[first] == closest.triangle[rays])
+    assert same.mean() > 0.99
+    first, rays = first[same], rays[same]
+    for field in ("t", "point", "normal", "shading_normal", "uv", "front_face"):
+        np.testing.assert_allclose(getattr(every, field)[first], getattr(closest, field)[rays], rtol=1e-12,
+                                   atol=1e-12, err_msg=field)
+    # uv and vertex normals only on the textured mesh; elsewhere NaN uv and the geometric normal.
+    on_textured = every.mesh == textured
+    assert on_textured.any() and not np.isnan(every.uv[on_textured]).any()
+    assert np.isnan(every.uv[~on_textured]).all()
+    np.testing.assert_array_equal(every.shading_normal[~on_textured], every.normal[~on_textured])
+    assert (np.abs(every.shading_normal[on_textured] - every.normal[on_textured]).max(axis=1) > 1e-6).mean() > 0.9
+    np.testing.assert_allclose(np.linalg.norm(every.shading_normal, axis=1), 1.0, rtol=1e-12)
+
+
+def test_an_empty_scene_has_empty_all_hit_fields():
+    every = bvh.Scene().intersect_all(np.zeros((2, 3)), np.ones((2, 3)))
+    assert every.point.shape == every.normal.shape == every.shading_normal.shape == (0, 3)
+    assert every.uv.shape == (0, 2) and every.front_face.shape == (0,)
+
+
+def test_bounds_are_exact():
+    """Reported boxes are the transformed extremes, with no float32 padding
+    (-2.8e-45 where 0 is meant): exact for transforms that map axes to axes."""
+    scene = bvh.Scene()
+    triangle = scene.add_mesh([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 2]])
+    at_origin = scene.add_instance(triangle)
+    assert scene.meshes[0].bounds.tolist() == [[0.0, 0.0, 0.0], [1.0, 1.0, 0.0]]
+    assert scene.object(at_origin).bounds.tolist() == [[0.0, 0.0, 0.0], [1.0, 1.0, 0.0]]
+    # Scaled (one axis mirrored) and moved by exactly representable amounts.
+    placed = np.diag([2.0, -3.0, 4.0, 1.0])
+    placed[:3, 3] = [0.5, 1.0, -2.0]
+    moved = scene.add_instance(triangle, placed)
+    assert scene.object(moved).bounds.tolist() == [[0.5, -2.0, -2.0], [2.5, 1.0, -2.0]]
+    assert scene.bounds.tolist() == [[0.0, -2.0, -2.0], [2.5, 1.0, 0.0]]
+    mirrored = scene.add_instance(triangle, np.diag([-1.0, 1.0, 1.0, 1.0]))
+    box = scene.object(mirrored).bounds
+    assert box.tolist() == [[-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]] and not np.signbit(box[box == 0.0]).any()
+    quarter_turn = np.array([[0.0, -1, 0, 3], [1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+    scene.set_transform(mirrored, quarter_turn)
+    assert scene.object(mirrored).bounds.tolist() == [[2.0, 0.0, 0.0], [3.0, 1.0, 0.0]]
+    quad = scene.add_shape("quad", placed, size=(1.0, 0.5))
+    assert scene.object(quad).bounds.tolist() == [[-0.5, 0.25, -2.0], [1.5, 1.75, -2.0]]
+
+
+def test_bounds_of_turned_objects_hold_their_vertices(tmp_path):
+    """Turned, the reported box is a bound of the object no looser than the
+    top level's, and an object saved and opened reports the same box."""
+    rng = np.random.default_rng(13)
+    vertices, faces = sample_mesh("torus.ply")
+    scene = bvh.Scene()
+    mesh = scene.add_mesh(vertices, faces)
+    for _ in range(5):
+        scene.add_instance(mesh, random_transform(rng, mirror=True))
+    cover = scene._snapshot().bounds
+    for info in scene.objects:
+        world = vertices @ info.transform[:3, :3].T + info.transform[:3, 3]
+        size = np.abs(world).max()
+        assert (info.bounds[0] <= world.min(axis=0) + 1e-12 * size).all()
+        assert (info.bounds[1] >= world.max(axis=0) - 1e-12 * size).all()
+        assert (info.bounds[0] >= cover[info.id][0]).all() and (info.bounds[1] <= cover[info.id][1]).all()
+    scene.save(tmp_path / "s")
+    opened = bvh.Scene.open(tmp_path / "s")
+    assert [info.bounds.tolist() for info in opened.objects] == [info.bounds.tolist() for info in scene.objects]
+    assert opened.bounds.tolist() == scene.bounds.tolist()

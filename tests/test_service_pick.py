@@ -57,8 +57,12 @@ def test_shape_hits_have_no_mesh_fields(client, triangle_scene):
     for field in ("mesh", "triangle", "barycentric", "nearest_vertex", "nearest_edge", "uv"):
         assert hit[field] is None, field
     through = pick(client, triangle_scene, origin=[0, 0, -5], direction=[0, 0, -1], all_hits=True)["hits"]
-    assert [(h["object"]["id"], h["t"], h["mesh"], h["normal"]) for h in through] == [
-        (1, pytest.approx(4.0), None, None), (1, pytest.approx(6.0), None, None)]
+    # In and out of the ball: outward normals, the ray meeting the front and then the back.
+    assert [(h["object"]["id"], h["t"], h["mesh"], h["normal"], h["shading_normal"], h["uv"], h["front_face"])
+            for h in through] == [
+        (1, pytest.approx(4.0), None, pytest.approx([0, 0, 1]), pytest.approx([0, 0, 1]), None, True),
+        (1, pytest.approx(6.0), None, pytest.approx([0, 0, -1]), pytest.approx([0, 0, -1]), None, False)]
+    assert through[0] == hit
 
 
 def test_all_hits_sorted_by_t(client, triangle_scene):
@@ -70,6 +74,42 @@ def test_all_hits_sorted_by_t(client, triangle_scene):
     assert answer["hits"][1]["point"] == pytest.approx([0.2, 0.2, -1.0])
     assert answer["hits"][1]["normal"] == pytest.approx([0, 0, 1])
     assert pick(client, triangle_scene, origin=[5, 5, 1], direction=[0, 0, -1], all_hits=True) == {"hits": []}
+
+
+#: The unit triangle with texture coordinates and vertex normals, as an OBJ file.
+TRIANGLE_OBJ = b"""v 0 0 0
+v 1 0 0
+v 0 1 0
+vt 0 0
+vt 1 0
+vt 0 1
+vn 0 0 1
+vn 0 0 1
+vn 0 0.6 0.8
+f 1/1/1 2/2/2 3/3/3
+"""
+
+
+def test_all_hits_carry_normals_and_uvs_as_single_picks_do(client):
+    """Each crossing of an all_hits pick is the result a single pick gives for
+    it: the first one equal to the single pick, normals and uv filled alike."""
+    created = client.post("/scenes", files={"file": ("tri.obj", TRIANGLE_OBJ)})
+    assert created.status_code == 201, created.text
+    scene = created.json()["id"]
+    below = client.post(f"/scenes/{scene}/objects", json={
+        "mesh": 0, "name": "below", "transform": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, -1], [0, 0, 0, 1]]})
+    assert below.status_code == 201, below.text
+    down = {"origin": [0.25, 0.5, 1], "direction": [0, 0, -2]}
+    single = pick(client, scene, **down)
+    through = pick(client, scene, **down, all_hits=True)["hits"]
+    assert len(through) == 2 and through[0] == single
+    second = pick(client, scene, **down, tmin=0.75)
+    assert through[1] == second and second["object"]["name"] == "below"
+    for hit in through:
+        # Vertex normals (0, 0, 1), (0, 0, 1), (0, 0.6, 0.8) weighted 0.25, 0.25, 0.5.
+        assert hit["shading_normal"] == pytest.approx(np.array([0, 0.3, 0.9]) / np.hypot(0.3, 0.9))
+        assert hit["uv"] == pytest.approx([0.25, 0.5]) and hit["normal"] == pytest.approx([0, 0, 1])
+        assert hit["front_face"] is True
 
 
 def test_pick_options(client, triangle_scene):
