@@ -14,6 +14,7 @@ from .errors import ClientError, validation_error
 JSON = "application/json"
 MULTIPART = "multipart/form-data"
 OCTET_STREAM = "application/octet-stream"
+FORM_URLENCODED = "application/x-www-form-urlencoded"
 
 #: Largest non-file field of a multipart form (a name, a transform).
 MAX_FORM_FIELD_BYTES = 64 * 1024
@@ -22,12 +23,32 @@ MAX_FORM_FIELD_BYTES = 64 * 1024
 EXACT_INTEGER = 2 ** 53
 
 
-def media_type(request: Request) -> str:
-    """The request's media type without parameters, lower case; ``application/json`` when absent."""
+def media_type(request: Request) -> str | None:
+    """The request's media type without parameters, lower case; None when it has no ``Content-Type``.
+
+    A body without a ``Content-Type`` is not taken for JSON: HTTP leaves its
+    type unknown, and the route that also reads binary rays could not tell
+    the two apart.
+    """
     value = request.headers.get("content-type")
-    if not value:
+    if value == JSON:
         return JSON
+    if not value:
+        return None
     return value.split(";", 1)[0].strip().lower()
+
+
+def require_json(request: Request) -> None:
+    """Refuse (415) a body not declared ``application/json``: a header check, nothing read.
+
+    Raises
+    ------
+    ClientError
+        415 saying to send ``Content-Type: application/json``.
+    """
+    media = media_type(request)
+    if media != JSON:
+        raise unsupported_media(media, JSON)
 
 
 async def read_body(request: Request) -> bytes:
@@ -105,9 +126,23 @@ def form_text(form: FormData, name: str) -> str | None:
     return value
 
 
-def unsupported_media(media: str, accepted: str) -> ClientError:
-    return ClientError(415, f"unsupported content type {media!r}: send {accepted}")
+def unsupported_media(media: str | None, accepted: str) -> ClientError:
+    """415 for a body of type ``media`` (None: no ``Content-Type``), saying what the route reads.
 
+    Parameters
+    ----------
+    accepted : str
+        The media types the route reads, in words, e.g. ``"application/json"``.
+    """
+    if media is None:
+        problem = "the request has no Content-Type header"
+    else:
+        problem = f"unsupported content type {media!r}"
+    hint = ""
+    if media == FORM_URLENCODED:
+        # What curl -d sends unless told otherwise.
+        hint = " (with curl, add -H 'Content-Type: application/json' to -d)"
+    return ClientError(415, f"{problem}: send Content-Type: {accepted}{hint}")
 
 
 def _plain_vector(value) -> bool:

@@ -8,12 +8,14 @@ a 500 instead of being blamed on the client. Anything unexpected becomes a
 """
 
 import logging
+import re
 from contextlib import contextmanager
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
 
 import bvh
 
@@ -108,8 +110,59 @@ def validation_error(error: ValidationError, union_tags: frozenset = frozenset()
     return ClientError(422, describe_validation_errors(error.errors(include_url=False), union_tags))
 
 
+def _route_path(scope) -> str:
+    """The path the router matches: the request's path without the app's mount point."""
+    path, root = scope["path"], scope.get("root_path", "")
+    return path[len(root):] if root and path.startswith(root) else path
+
+
+def method_table(routes) -> list[tuple[re.Pattern, frozenset[str]]]:
+    """``(path regex, methods)`` of each route that has both, for :func:`allowed_methods`.
+
+    Parameters
+    ----------
+    routes : iterable of routes
+        Every route of the app, from each router it includes (at no prefix).
+    """
+    return [(route.path_regex, frozenset(route.methods)) for route in routes
+            if getattr(route, "path_regex", None) is not None and getattr(route, "methods", None)]
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app answers on the request's path, OPTIONS included.
+
+    Starlette's own 405 names the methods of the one route it matched first,
+    while a path such as ``/scenes/{scene_id}`` is served by several routes
+    (``GET`` and ``DELETE``): this gathers them all, from the table the app
+    keeps in ``app.state.method_table`` (see :func:`method_table`).
+    """
+    path = _route_path(request.scope)
+    methods = {"OPTIONS"}
+    for path_regex, route_methods in request.app.state.method_table:
+        if path_regex.match(path):
+            methods.update(route_methods)
+    return sorted(methods)
+
+
+def method_not_allowed(request: Request) -> Response:
+    """405 with every method the path takes in ``Allow``; an ``OPTIONS`` request gets the
+    list itself (204)."""
+    methods = allowed_methods(request)
+    headers = {"Allow": ", ".join(methods)}
+    if request.method == "OPTIONS":
+        return Response(status_code=204, headers=headers)
+    return JSONBytes({"detail": f"{request.method} is not a method of {request.url.path}: "
+                                f"it takes {', '.join(methods)}"}, status_code=405, headers=headers)
+
+
 async def http_error(request: Request, error: StarletteHTTPException):
-    return JSONBytes({"detail": error.detail}, status_code=error.status_code, headers=getattr(error, "headers", None))
+    if error.status_code == 405:
+        return method_not_allowed(request)
+    detail = error.detail
+    if error.status_code == 404 and not isinstance(error, ClientError):
+        # The router's own 404, for a path no route serves (its detail is the bare status phrase).
+        detail = f"no route {request.url.path[:80]!r}: /docs lists the API"
+    return JSONBytes({"detail": detail}, status_code=error.status_code, headers=getattr(error, "headers", None))
 
 
 async def _request_validation_error(request: Request, error: RequestValidationError):

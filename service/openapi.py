@@ -1,19 +1,69 @@
-"""OpenAPI documentation of request bodies that routes parse themselves.
+"""The OpenAPI schema: what every route sends and accepts, as it is on the wire.
 
 The hot routes read their bodies with ``Model.model_validate_json`` (pydantic's
 Rust JSON parser, no intermediate dicts) instead of FastAPI's body
 parameters, and some accept more than one content type; :func:`body_doc`
 documents those bodies, and :func:`install_schemas` adds the models they
 refer to to the schema's components.
+
+:func:`install_schemas` also documents, on every operation, the refusals
+that come from the service as a whole rather than from one route (the API
+key, the body limit, the content type, invalid parameters, start-up), all
+as :class:`~service.schemas.ErrorOut`: FastAPI's own default for a 422 is a
+list of problems, while this service always answers ``{"detail": "..."}``.
 """
+
+import http.client
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, TypeAdapter
 
+from .schemas import ErrorOut
+
 REF_TEMPLATE = "#/components/schemas/{model}"
+ERROR_REF = {"$ref": REF_TEMPLATE.format(model=ErrorOut.__name__)}
+
+#: FastAPI's components for its list-shaped 422 body, which this service never sends.
+FASTAPI_VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError")
+
+#: What each service-wide refusal means, as documented.
+ERROR_DESCRIPTIONS = {
+    401: "missing or wrong API key (`Authorization: Bearer <key>`)",
+    404: "no such scene or object",
+    413: "the request is too large: a body over PICK_MAX_UPLOAD_MB, or more rays than PICK_MAX_RAYS",
+    415: "the body's Content-Type is not one this route reads",
+    422: "a value in the request is invalid; the detail says which and why",
+    503: "the service is still opening its saved scenes; retry after Retry-After seconds",
+}
 
 _definitions: dict[str, dict] = {}
+
+_TRIANGLE = {"vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]], "faces": [[0, 1, 2]]}
+_MOVED = [[1, 0, 0, 2], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+_CAMERA = {"position": [0.3, 0.3, 5], "target": [0.3, 0.3, 0], "up": [0, 1, 0], "fov_y_deg": 60,
+           "width": 64, "height": 48}
+
+#: Request bodies of each route, by example name, as :func:`body_doc` takes them. Picks aim at
+#: (0.25, 0.25), on the first object of a scene made of the triangle above.
+EXAMPLES = {
+    "scene": {"one triangle": {"name": "one triangle", "meshes": [{"name": "tri", **_TRIANGLE}]}},
+    "object": {"shape": {"shape": "sphere", "radius": 0.5, "name": "ball", "transform": _MOVED},
+               "instance": {"mesh": 0, "transform": _MOVED, "name": "copy"},
+               "inline mesh": {"name": "tri", **_TRIANGLE}},
+    "update": {"move": {"transform": _MOVED}, "hide from picks": {"pickable": False},
+               "rename": {"name": "renamed", "mask": 1}},
+    "pick": {"closest hit": {"origin": [0.25, 0.25, 1], "direction": [0, 0, -1]},
+             "every hit": {"origin": [0.25, 0.25, 1], "direction": [0, 0, -1], "all_hits": True, "tmax": 10}},
+    "batch": {"two rays": {"origins": [[0.25, 0.25, 1], [5, 5, 1]], "directions": [[0, 0, -1], [0, 0, -1]]}},
+    "camera": {"pinhole": {**_CAMERA, "pixels": [[32, 24], [0.5, 0.5]]},
+               "matrices": {"view": [[1, 0, 0, -0.3], [0, 1, 0, -0.3], [0, 0, 1, -5], [0, 0, 0, 1]],
+                            "projection": [[1.299, 0, 0, 0], [0, 1.732, 0, 0], [0, 0, -1.002, -0.2002],
+                                           [0, 0, -1, 0]],
+                            "width": 64, "height": 48, "pixels": [[32, 24]]}},
+    "select": {"objects": {**_CAMERA, "rect": [0, 0, 64, 48]},
+               "triangles": {**_CAMERA, "rect": [16, 12, 48, 36], "mode": "triangles"}},
+}
 
 
 def _schema(annotation) -> dict:
@@ -26,13 +76,17 @@ def _schema(annotation) -> dict:
 
 
 def body_doc(json_model=None, multipart: dict | None = None, binary: str | None = None,
-             path_parameters: tuple[str, ...] = ()) -> dict:
+             path_parameters: tuple[str, ...] = (), examples: dict | None = None) -> dict:
     """``openapi_extra`` for a route's request body.
 
     Parameters
     ----------
     json_model : type or annotation, optional
         The ``application/json`` body.
+    examples : dict, optional
+        Example JSON bodies by name, each one the route accepts (on a scene
+        that has such objects): they show a client what to send, and the
+        contract test sends them.
     multipart : dict, optional
         Form fields of a ``multipart/form-data`` body, name to JSON schema.
     binary : str, optional
@@ -44,6 +98,8 @@ def body_doc(json_model=None, multipart: dict | None = None, binary: str | None 
     content = {}
     if json_model is not None:
         content["application/json"] = {"schema": _schema(json_model)}
+        if examples:
+            content["application/json"]["examples"] = {name: {"value": value} for name, value in examples.items()}
     if multipart is not None:
         content["multipart/form-data"] = {"schema": {"type": "object", "properties": multipart,
                                                      "required": ["file"]}}
@@ -57,9 +113,56 @@ def body_doc(json_model=None, multipart: dict | None = None, binary: str | None 
     return extra
 
 
+def _not_null(schema: dict) -> dict:
+    """A parameter's schema without FastAPI's ``anyOf [..., null]`` for ``X | None``: a query
+    parameter is left out, never null."""
+    choices = schema.get("anyOf")
+    if choices is None:
+        return schema
+    kept = [choice for choice in choices if choice.get("type") != "null"]
+    rest = {key: value for key, value in schema.items()
+            if key != "anyOf" and not (key == "default" and value is None)}
+    return {**kept[0], **rest} if len(kept) == 1 else {**rest, "anyOf": kept}
+
+
+def _add_error(responses: dict, status: int) -> None:
+    responses.setdefault(str(status), {"description": ERROR_DESCRIPTIONS[status],
+                                       "content": {"application/json": {"schema": ERROR_REF}}})
+
+
+def document_refusals(path: str, operation: dict, secured: bool, open_paths: frozenset) -> None:
+    """Document on one operation every refusal the service may answer it with, as ``ErrorOut``."""
+    responses = operation.setdefault("responses", {})
+    for status, response in responses.items():
+        if status.isdigit() and int(status) >= 400:
+            for media in response.get("content", {}).values():
+                if media.get("schema", {}).get("$ref", "").rsplit("/", 1)[-1] in FASTAPI_VALIDATION_SCHEMAS:
+                    media["schema"] = ERROR_REF
+            if response.get("description") in (http.client.responses.get(int(status)), "Validation Error"):
+                # FastAPI's default description is the status phrase: say what it means here.
+                response["description"] = ERROR_DESCRIPTIONS.get(int(status), response["description"])
+    parameters = operation.get("parameters", [])
+    for parameter in parameters:
+        parameter["schema"] = _not_null(parameter.get("schema", {}))
+    if "requestBody" in operation:
+        for status in (413, 415, 422):
+            _add_error(responses, status)
+    if parameters:
+        _add_error(responses, 422)
+    if any(parameter["in"] == "path" for parameter in parameters):
+        _add_error(responses, 404)
+    if path.startswith("/scenes"):
+        _add_error(responses, 503)
+    if secured and path not in open_paths:
+        operation["security"] = [{"bearer": []}]
+        _add_error(responses, 401)
+    operation["responses"] = dict(sorted(responses.items()))
+
+
 def install_schemas(app: FastAPI, secured: bool) -> None:
-    """Make ``app.openapi()`` include the models :func:`body_doc` refers to, and,
-    when ``secured``, the bearer scheme on every route that needs the key."""
+    """Make ``app.openapi()`` include the models :func:`body_doc` refers to, every
+    refusal of every operation, and, when ``secured``, the bearer scheme on every
+    route that needs the key."""
     from .middleware import OPEN_PATHS
 
     def openapi() -> dict:
@@ -67,14 +170,17 @@ def install_schemas(app: FastAPI, secured: bool) -> None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description,
                                  routes=app.routes)
             components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name in FASTAPI_VALIDATION_SCHEMAS:
+                components.pop(name, None)
             for name, definition in _definitions.items():
                 components.setdefault(name, definition)
+            components.setdefault(ErrorOut.__name__, ErrorOut.model_json_schema(ref_template=REF_TEMPLATE))
+            schema["components"]["schemas"] = dict(sorted(components.items()))
             if secured:
                 schema["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
-                for path, operations in schema.get("paths", {}).items():
-                    if path not in OPEN_PATHS:
-                        for operation in operations.values():
-                            operation["security"] = [{"bearer": []}]
+            for path, operations in schema.get("paths", {}).items():
+                for operation in operations.values():
+                    document_refusals(path, operation, secured, OPEN_PATHS)
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -14,12 +14,17 @@ conventions, written as rows.
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
+from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 #: A finite JSON number; integers are accepted, strings and booleans are not.
 Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 PositiveNumber = Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0)]
-Index = Annotated[int, Field(strict=True, ge=0)]
+#: The largest index the engine takes: meshes and vertices are counted in int32.
+MAX_INDEX = 2 ** 31 - 1
+Index = Annotated[int, Field(strict=True, ge=0, le=MAX_INDEX)]
 Flag = Annotated[bool, Field(strict=True)]
 Mask = Annotated[int, Field(strict=True, ge=0, le=0xFFFFFFFF)]
 Vec2 = Annotated[list[Number], Field(min_length=2, max_length=2)]
@@ -42,6 +47,22 @@ class RequestModel(BaseModel):
 
 # ------------------------------------------------------------------ scenes
 
+def faces_within_vertices(faces: list[list[int]], info: ValidationInfo) -> list[list[int]]:
+    """Refuse a face index with no vertex, as ``faces[3][1]: vertex 7 does not
+    exist, the mesh has 5 vertices (0..4)`` located at that index."""
+    vertices = info.data.get("vertices")
+    if vertices is None or not faces or max(map(max, faces)) < len(vertices):
+        return faces
+    count = len(vertices)
+    row, column = next((row, column) for row, face in enumerate(faces)
+                       for column, index in enumerate(face) if index >= count)
+    index = faces[row][column]
+    error = PydanticCustomError("vertex_index", "vertex {index} does not exist, the mesh has {count} vertices "
+                                                "(0..{last})", {"index": index, "count": count, "last": count - 1})
+    raise ValidationError.from_exception_data("faces", [InitErrorDetails(type=error, loc=(row, column),
+                                                                         input=index)])
+
+
 class MeshIn(RequestModel):
     """An inline triangle mesh, placed once."""
 
@@ -50,12 +71,22 @@ class MeshIn(RequestModel):
     faces: Annotated[list[Face], Field(min_length=1)]
     transform: Matrix4 | None = None
 
+    _faces_within_vertices = field_validator("faces")(faces_within_vertices)
+
 
 class SceneCreate(RequestModel):
     """``POST /scenes`` as JSON (a file upload is the multipart form instead)."""
 
     name: Name | None = None
-    meshes: list[MeshIn] = []
+    meshes: Annotated[list[MeshIn], Field(json_schema_extra={"minItems": 1})]
+
+    @field_validator("meshes")
+    @classmethod
+    def _at_least_one_mesh(cls, meshes: list[MeshIn]) -> list[MeshIn]:
+        if not meshes:
+            raise ValueError("a scene needs at least one mesh; give one in meshes, or upload a file as "
+                             "multipart/form-data")
+        return meshes
 
 
 class ObjectOut(BaseModel):
@@ -117,6 +148,8 @@ class MeshObjectCreate(PlacementIn):
     vertices: Annotated[list[Vec3], Field(min_length=3)]
     faces: Annotated[list[Face], Field(min_length=1)]
 
+    _faces_within_vertices = field_validator("faces")(faces_within_vertices)
+
 
 class InstanceCreate(PlacementIn):
     """A new object placing a mesh the scene already has."""
@@ -175,12 +208,29 @@ ObjectCreate = Annotated[
 ]
 
 
-class ObjectUpdate(RequestModel):
-    """``PATCH`` of an object: only the fields given change (``name: null`` clears the name)."""
+def _left_out_only(schema: dict) -> None:
+    """The JSON schema of an optional field that cannot be null: its type without the null choice.
 
-    transform: Matrix4 | None = None
-    pickable: Flag | None = None
-    mask: Mask | None = None
+    The field's default None stands for "not given"; null itself is refused
+    (by the model's validator), so the schema must not offer it.
+    """
+    schema.pop("default", None)
+    choices = schema.pop("anyOf", [])
+    for choice in choices:
+        if choice.get("type") != "null":
+            schema.update(choice)
+
+
+class ObjectUpdate(RequestModel):
+    """``PATCH`` of an object: only the fields given change (``name: null`` clears the name;
+    the other fields cannot be null)."""
+
+    # An empty body is refused ("nothing to change"): the schema says so.
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
+    transform: Matrix4 | None = Field(None, json_schema_extra=_left_out_only)
+    pickable: Flag | None = Field(None, json_schema_extra=_left_out_only)
+    mask: Mask | None = Field(None, json_schema_extra=_left_out_only)
     name: Name | None = None
 
     @model_validator(mode="after")
@@ -365,11 +415,16 @@ class CameraPickResults(BaseModel):
 
 Rect = Annotated[list[Number], Field(min_length=4, max_length=4, description="[x0, y0, x1, y1] in pixels")]
 SelectMode = Literal["objects", "triangles"]
+Containment = Literal["crossing", "window"]
 
 
 class SelectOptions(RequestModel):
     rect: Rect
     mode: SelectMode = "objects"
+    containment: Containment = Field(
+        "crossing", description="as CAD tools' marquees: \"crossing\" takes what the rectangle's frustum touches, "
+                                "\"window\" only what lies entirely inside it (every triangle of an object; in "
+                                "\"triangles\" mode, each triangle listed)")
     mask: Mask | None = None
     objects: list[ObjectId] | None = None
     exclude: list[ObjectId] | None = None
@@ -407,8 +462,23 @@ class Health(BaseModel):
 
 
 class Readiness(BaseModel):
+    """Whether the service serves scene requests yet (``/ready``).
+
+    ``waiting_for`` (while starting) says what start-up is doing, e.g.
+    ``"compiling kernels (step 2 of 10: batch picks); a first start compiles
+    for about a minute, later starts take about 2 s"``; ``compiling`` (once ready)
+    what still compiles in the background: a request that needs one of those
+    kernels waits for it.
+    """
+
     status: Literal["ready", "starting"]
-    scenes: int
+    scenes: int = Field(ge=0, description="Scenes open in this process.")
+    # Left out of the body rather than null: the schema says string.
+    waiting_for: str | SkipJsonSchema[None] = Field(None, json_schema_extra=_left_out_only,
+                                                    description="Only while starting: what start-up is doing.")
+    compiling: str | SkipJsonSchema[None] = Field(
+        None, json_schema_extra=_left_out_only,
+        description="Only once ready, while kernels still compile in the background: which.")
 
 
 class ErrorOut(BaseModel):

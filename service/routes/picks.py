@@ -19,11 +19,12 @@ from starlette.concurrency import run_in_threadpool
 from bvh.camera import Camera
 
 from ..bodies import (JSON, OCTET_STREAM, media_type, parse_json, parse_json_body, parse_plain_ray, read_body,
-                      unsupported_media)
+                      require_json, unsupported_media)
 from ..deps import SceneStoreDep, SettingsDep, find_scene, scene_in_memory
 from ..direct_route import DirectRoute
 from ..errors import ClientError, client_errors
-from ..openapi import body_doc
+from ..openapi import EXAMPLES, body_doc
+from .. import response_limits
 from ..picking import RAY_BYTES, all_hit_results, batch_columns, batch_records, results, single_result
 from ..responses import JSON_OPTIONS, JSONBytes
 from ..schemas import (AllHitsResult, BatchPickRequest, BatchPickResult, CameraPickRequest, CameraPickResults,
@@ -76,7 +77,7 @@ def count_rays(request: Request, count: int) -> None:
 
 
 @direct_router.post("/scenes/{scene_id}/pick", response_model=PickResult | AllHitsResult, responses=ERRORS,
-             openapi_extra=body_doc(PickRequest, path_parameters=("scene_id",)))
+             openapi_extra=body_doc(PickRequest, path_parameters=("scene_id",), examples=EXAMPLES["pick"]))
 async def pick(request: Request):
     """The closest hit of one ray (``{"hit": false}`` on a miss); with ``all_hits``, every
     surface the ray crosses, sorted by t."""
@@ -85,6 +86,7 @@ async def pick(request: Request):
     scene_id = request.path_params["scene_id"]
     # Awaiting a coroutine costs more than the lookup: only a reload from disk needs one.
     stored = scene_in_memory(store, scene_id) or await find_scene(store, scene_id)
+    require_json(request)
     raw = await read_body(request)
     plain = parse_plain_ray(raw)
     if plain is not None:
@@ -100,7 +102,12 @@ async def pick(request: Request):
     if all_hits:
         with client_errors():
             every, view = stored.consistent(lambda scene: scene.intersect_all(origin, direction, **options))
-        return JSONBytes({"hits": all_hit_results(stored, view, every, origin, direction)})
+        # Only the query tells how many surfaces the ray crosses: checked before the answer is built.
+        crossed = every.t.shape[0]
+        response_limits.check(response_limits.all_hits(crossed, view), request.app.state.settings,
+                              f"an all_hits pick crossing {crossed} surfaces",
+                              ": narrow it with tmin and tmax, mask, objects or exclude")
+        return JSONBytes({"hits": all_hit_results(stored, view, every, math.hypot(*direction_list))})
     with client_errors():
         hits, view = stored.consistent(
             lambda scene: scene.intersect(origin, direction, cull_backfaces=cull_backfaces, **options))
@@ -126,9 +133,11 @@ QUERY_OPTIONS = ("tmin", "tmax", "cull_backfaces", "mask", "objects", "exclude")
 
 @router.post("/scenes/{scene_id}/pick/batch", response_model=BatchPickResult,
              responses={**ERRORS, 415: {"model": ErrorOut},
-                        200: {"content": {"application/octet-stream": {}},
-                              "description": "columnar JSON, or binary records for a binary body"}},
-             openapi_extra=body_doc(BatchPickRequest, binary=BINARY_BATCH))
+                        200: {"content": {"application/octet-stream": {"schema": {
+                                  "type": "string", "format": "binary",
+                                  "description": "for an application/octet-stream body: 32-byte records"}}},
+                              "description": "columnar JSON for a JSON body, binary records for a binary body"}},
+             openapi_extra=body_doc(BatchPickRequest, binary=BINARY_BATCH, examples=EXAMPLES["batch"]))
 async def pick_batch(
         scene_id: str, request: Request, store: SceneStoreDep, settings: SettingsDep,
         tmin: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0,
@@ -145,6 +154,7 @@ async def pick_batch(
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit():
             check_ray_count(int(declared) // RAY_BYTES, settings)
+            check_binary_answer(int(declared) // RAY_BYTES, settings)
         data = await request.body()
         if len(data) % RAY_BYTES:
             raise ClientError(422, f"the binary body has {len(data)} bytes, which is not a whole number of rays "
@@ -152,6 +162,7 @@ async def pick_batch(
         if not data:
             raise ClientError(422, "the binary body is empty: send at least one ray")
         check_ray_count(len(data) // RAY_BYTES, settings)
+        check_binary_answer(len(data) // RAY_BYTES, settings)
         options = query_window(tmin, tmax, mask, objects, exclude)
         count = len(data) // RAY_BYTES
         count_rays(request, count)
@@ -165,8 +176,17 @@ async def pick_batch(
                                "a JSON batch takes its options in the body")
     body = await parse_json_body(BatchPickRequest, await request.body())
     check_ray_count(len(body.origins), settings)
+    response_limits.check(response_limits.json_batch(len(body.origins)), settings,
+                          f"a JSON batch of {len(body.origins)} rays",
+                          ": send fewer rays, or use the binary form (32 bytes per ray)")
     count_rays(request, len(body.origins))
     return Response(await off_loop(len(body.origins), _json_batch, stored, body), media_type=JSON)
+
+
+def check_binary_answer(count: int, settings: Settings) -> None:
+    """413 when the binary answer of ``count`` rays would exceed ``PICK_MAX_RESPONSE_MB``."""
+    response_limits.check(response_limits.binary_batch(count), settings, f"a binary batch of {count} rays",
+                          ": send fewer rays per request")
 
 
 def _binary_batch(stored, data: bytes, cull_backfaces: bool, options: dict) -> bytes:
@@ -192,10 +212,22 @@ def make_camera(body) -> Camera:
         return Camera.pinhole(body.position, body.target, body.up, body.fov_y_deg, body.width, body.height)
 
 
+def check_pixels_inside(pixels: np.ndarray, width: int, height: int) -> None:
+    """422 naming the first of ``pixels (N, 2)`` outside the image ``[0, width] x [0, height]``."""
+    outside = (pixels < 0.0).any(axis=1) | (pixels[:, 0] > width) | (pixels[:, 1] > height)
+    if outside.any():
+        row = int(np.flatnonzero(outside)[0])
+        x, y = pixels[row].tolist()
+        raise ClientError(422, f"pixels[{row}] = [{x!r}, {y!r}] lies outside the {width}x{height} image: "
+                               f"x must be within [0, {width}] and y within [0, {height}]")
+
+
 def _camera_pick(stored, body):
     camera = make_camera(body)
+    pixels = np.array(body.pixels, np.float64)
+    check_pixels_inside(pixels, camera.width, camera.height)
     with client_errors():
-        origins, directions = camera.rays(np.array(body.pixels, np.float64))
+        origins, directions = camera.rays(pixels)
     hits, view = _trace(stored, origins, directions, body.cull_backfaces, window(body))
     picked = results(stored, view, hits, np.ones(origins.shape[0]))
     for result, origin, direction in zip(picked, origins.tolist(), directions.tolist()):
@@ -204,12 +236,17 @@ def _camera_pick(stored, body):
 
 
 @router.post("/scenes/{scene_id}/pick/camera", response_model=CameraPickResults, responses=ERRORS,
-             openapi_extra=body_doc(CameraPickRequest))
+             openapi_extra=body_doc(CameraPickRequest, examples=EXAMPLES["camera"]))
 async def pick_camera(scene_id: str, request: Request, store: SceneStoreDep, settings: SettingsDep):
     """One pick per pixel of a camera (pinhole fields, or OpenGL ``view`` and ``projection``);
-    each result carries its world ray (unit direction, so ``t`` is the distance)."""
+    each result carries its world ray (unit direction, so ``t`` is the distance). Pixels lie
+    within the image: ``0 <= x <= width``, ``0 <= y <= height``."""
     stored = await find_scene(store, scene_id)
+    require_json(request)
     body = await parse_json_body(CAMERA_PICK, await request.body(), CAMERA_TAGS)
     check_ray_count(len(body.pixels), settings, "pixels")
+    response_limits.check(response_limits.camera_pick(len(body.pixels), stored.view), settings,
+                          f"a camera pick of {len(body.pixels)} pixels",
+                          ": send fewer pixels per request")
     count_rays(request, len(body.pixels))
     return Response(await off_loop(len(body.pixels), _camera_pick, stored, body), media_type=JSON)
