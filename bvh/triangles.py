@@ -130,7 +130,9 @@ def prepare_triangles(vertices: np.ndarray, faces: np.ndarray) -> TriangleData:
     faces : (F, 3) int64, indices in ``[0, V)``, F >= 1
     """
     offset = _centring_offset(*used_bounds(vertices, faces))
-    local = (vertices - offset).astype(np.float32)
+    # Only used vertices must fit float32 (check_mesh); an unused one may overflow to inf, harmlessly.
+    with np.errstate(over="ignore"):
+        local = (vertices - offset).astype(np.float32)
     corners, kept = _corner_rows(local, faces)
     if kept.shape[0] < corners.shape[0]:
         corners = corners[kept]

@@ -8,7 +8,8 @@ first picks within seconds of starting instead of compiling for minutes::
     python docker/warmup.py --require-cached   # exit 1 unless all came from the cache
 
 The workload is :mod:`service.warmup`'s: the one the service itself runs
-before ``/ready``, plus a bare ``bvh.MeshBVH``.
+(the pick path before ``/ready``, the rest in the background), plus a bare
+``bvh.MeshBVH``.
 
 Compiling the scene kernels takes minutes of one CPU, so independent shares
 of the work (:data:`GROUPS`) first run in parallel processes (``--jobs``);
@@ -20,15 +21,13 @@ and how many kernel signatures this process compiled and loaded.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
-import pkgutil
 import sys
 import time
 
 import numpy as np
 
-from service.warmup import everything, group
+from service.warmup import dispatchers, everything, group
 
 #: Shares of the compiling that need no kernel of one another, slowest first:
 #: run in parallel processes, they fill the cache in a fraction of the time.
@@ -49,21 +48,6 @@ def _fill_in_parallel(jobs: int) -> bool:
 
     with ThreadPoolExecutor(jobs) as pool:
         return all(list(pool.map(run, GROUPS)))
-
-
-def dispatchers():
-    """``(qualified name, dispatcher)`` of every numba function defined in ``bvh``."""
-    from numba.core.registry import CPUDispatcher
-
-    import bvh
-
-    found = {}
-    for info in pkgutil.walk_packages(bvh.__path__, "bvh."):
-        module = importlib.import_module(info.name)
-        for name, value in vars(module).items():
-            if isinstance(value, CPUDispatcher) and value.py_func.__module__ == info.name:
-                found[f"{info.name}.{name}"] = value
-    return sorted(found.items())
 
 
 def main(argv=None) -> int:

@@ -5,7 +5,7 @@ import sys
 
 import uvicorn
 
-from .samples import create_sample_scenes
+from .samples import MARKER as SAMPLES_MARKER, create_sample_scenes
 from .settings import get_settings
 
 
@@ -14,6 +14,9 @@ def main() -> int:
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if settings.sample_scenes:
         # Before uvicorn starts: the workers then open the samples like any saved scene.
+        if not (settings.data_dir / SAMPLES_MARKER).exists():
+            # On a first start this also compiles the mesh builder: say so before the silence.
+            logging.getLogger("service").info("creating the sample scenes in %s", settings.data_dir)
         create_sample_scenes(settings.data_dir)
     # An import string and a factory: each worker process (PICK_WORKERS) builds its own app.
     uvicorn.run("service.app:create_app", factory=True, host=settings.host, port=settings.port,

@@ -1,23 +1,24 @@
 """The FastAPI application, built by :func:`create_app`.
 
 Start-up opens every saved scene and compiles (loads from numba's cache) the
-kernels on a worker thread while the server already answers ``/health``;
-``/ready`` turns 200 and the scene routes stop answering 503 when that is done.
+kernels of the pick path on a worker thread while the server already answers
+``/health``; ``/ready`` turns 200 and the scene routes stop answering 503 when
+that is done, and the other kernels compile in the background (:func:`start_up`).
 """
 
 import asyncio
 import logging
+import threading
 import time
 from contextlib import asynccontextmanager
 
-import numpy as np
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.concurrency import run_in_threadpool
 
 from . import warmup
 from .direct_route import DirectRoutes
-from .errors import http_error, install_error_handlers
+from .errors import http_error, install_error_handlers, method_table
 from .metrics import Metrics
 from .middleware import ApiKeyAuth, BodyLimit, RequestMetrics
 from .openapi import install_schemas
@@ -29,19 +30,65 @@ from .store import SceneStore
 log = logging.getLogger("service")
 
 
-def start_up(store: SceneStore, warm_up: bool) -> None:
+def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None = None) -> threading.Thread | None:
+    """Open the saved scenes and warm the pick path, then mark the store ready.
+
+    With ``warm_up``, the kernels of the pick path (uploads, single, batch
+    and camera picks: :func:`service.warmup.stages`) are compiled, or loaded
+    from numba's cache, before ``/ready`` turns 200, with a log line per step;
+    the rest (occlusion, every-hit picks, selections, edits) then compiles on
+    a background thread, which logs when it is done. A request that needs a
+    kernel not compiled yet simply waits for numba to compile it (seconds to
+    tens of seconds, on a first start only).
+
+    Parameters
+    ----------
+    store : SceneStore
+    warm_up : bool
+        Compile the kernels (``PICK_WARM_UP``); tests turn it off.
+    stopping : threading.Event, optional
+        Set at shutdown: no further warm-up step starts.
+
+    Returns
+    -------
+    threading.Thread or None
+        The background warm-up (a daemon thread), already started; None
+        without ``warm_up`` or when start-up failed or was stopped.
+    """
+    # Seconds in the log count from the process's start, as its user waits.
+    started = time.perf_counter() - warmup.process_age()
+    stopping = stopping or threading.Event()
+    warming = None
     try:
         skipped = store.open_all()
         if warm_up:
-            started = time.perf_counter()
-            for _, step in warmup.everything(np.random.default_rng(0), bare_mesh=False):
-                step()
-            log.info("kernels warm in %.1f s", time.perf_counter() - started)
+            warming = warmup.ServiceWarmUp(store, started, stopping)
+            if not warming.pick_path():
+                return None
     except Exception:
         log.exception("start-up failed: the service stays unready")
-        return
+        store.waiting_for = "nothing: start-up failed (see the service's log)"
+        return None
+    if warming is not None:
+        # Before ready: /ready never answers 200 without saying what still compiles.
+        store.compiling = warming.compiling()
     store.ready = True
-    log.info("ready: %d scenes open%s", len(store), f", {len(skipped)} damaged skipped" if skipped else "")
+    log.info("ready in %.1f s: %d scenes open%s%s", time.perf_counter() - started, len(store),
+             f", {len(skipped)} damaged skipped" if skipped else "", f"; {warming.summary()}" if warming else "")
+    if warming is None:
+        return None
+    background = threading.Thread(target=_warm_rest, args=(warming,), name="kernel warm-up", daemon=True)
+    background.start()
+    return background
+
+
+def _warm_rest(warming: warmup.ServiceWarmUp) -> None:
+    try:
+        warming.rest()
+    except Exception:
+        # The service stays ready: each query compiles what it needs on first use.
+        warming.store.compiling = None
+        log.exception("compiling the remaining kernels failed; queries compile them on first use")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -62,8 +109,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        opening = asyncio.create_task(run_in_threadpool(start_up, store, settings.warm_up))
+        stopping = threading.Event()
+        opening = asyncio.create_task(run_in_threadpool(start_up, store, settings.warm_up, stopping))
         yield
+        # A warm-up step under way finishes (numba cannot be interrupted);
+        # none starts after it. The background thread is a daemon: not waited for.
+        stopping.set()
         await opening
 
     app = FastAPI(title="bvh-pick", version="0.1.0", lifespan=lifespan, default_response_class=JSONBytes,
@@ -74,9 +125,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
 
     # The pick routes first: the router tries routes in order, and these are the hot ones.
-    for router in (picks.direct_router, picks.router, health.router, select.router, render.router, scenes.router,
-                   objects.router, viewer.router):
+    routers = (picks.direct_router, picks.router, health.router, select.router, render.router, scenes.router,
+               objects.router, viewer.router)
+    for router in routers:
         app.include_router(router)
+    # What a 405 or an OPTIONS request lists in Allow: every method of every route on the path.
+    app.state.method_table = method_table([*app.router.routes, *(route for router in routers
+                                                                  for route in router.routes)])
 
     # add_middleware wraps what is there: the last added runs first.
     app.add_middleware(DirectRoutes, routes=picks.direct_router.routes,

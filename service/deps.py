@@ -47,7 +47,8 @@ async def wait_until_ready(store: SceneStore) -> None:
     deadline = time.monotonic() + READY_WAIT_SECONDS
     while not store.ready:
         if time.monotonic() >= deadline:
-            raise ClientError(503, "the service is still opening its saved scenes; retry shortly",
+            # waiting_for is start-up's own account, as /ready gives it.
+            raise ClientError(503, f"the service is still starting: {store.waiting_for}; retry shortly",
                               headers={"Retry-After": "1"})
         await asyncio.sleep(0.02)
 

@@ -309,8 +309,12 @@ class SceneStore:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self.changes = ChangeToken(self.data_dir / CHANGE_TOKEN_FILE)
-        #: Set once start-up has opened the saved scenes (see ``service.app``).
+        #: Set once start-up has opened the saved scenes and warmed the pick path (see ``service.app``).
         self.ready = False
+        #: What start-up is doing while not ready, in words for ``/ready``.
+        self.waiting_for = "opening the saved scenes"
+        #: What is still compiling in the background once ready (None: nothing).
+        self.compiling: str | None = None
 
     # ------------------------------------------------------------ start-up
     def open_all(self) -> list[str]:
@@ -560,8 +564,11 @@ class SceneStore:
 
 def _build_snapshot(scene: bvh.Scene) -> None:
     # Any query builds the snapshot; this one traces a single ray over an
-    # empty window, so it costs the rebuild and nothing else.
-    scene.occluded(np.zeros((1, 3)), np.array([[0.0, 0.0, 1.0]]), tmin=0.0, tmax=0.0)
+    # empty window, so it costs the rebuild and nothing else. A closest-hit
+    # query, not an occlusion one: its kernel is compiled before /ready
+    # (the pick path), so an edit soon after a first start does not wait
+    # for the occlusion kernel to compile.
+    scene.intersect(np.zeros((1, 3)), np.array([[0.0, 0.0, 1.0]]), tmin=0.0, tmax=0.0)
 
 
 def _process_alive(pid: int) -> bool:

@@ -1,24 +1,46 @@
 """Every kind of query the service makes, run once on small inputs, so that
-numba compiles (or loads from its cache) every kernel before the first request.
+numba compiles (or loads from its cache) every kernel before requests need it.
 
-The service runs it at start-up before ``/ready`` turns 200 (see
-``service.app``); ``docker/warmup.py`` runs it at image build time to fill
-numba's cache, splitting it into independent groups (:func:`group`) that
-compile in parallel processes.
+The work comes in steps (:func:`stages`), in two stages:
+
+- the **pick path** — building a scene (uploads), single picks, batch picks,
+  camera picks, on a scene saved and memory-mapped back as the service keeps
+  them — which the service runs at start-up before ``/ready`` turns 200;
+- the **rest** — occlusion, every-hit picks, selections, edits, scenes of
+  thousands of objects — which it runs afterwards on a background thread.
+
+:class:`ServiceWarmUp` runs them for the service, with a log line per step.
+``docker/warmup.py`` runs all of it (:func:`everything`) at image build time
+to fill numba's cache, splitting it into independent groups (:func:`group`)
+that compile in parallel processes. ``python -m service.warmup STEP`` runs one
+step of the pick path in a process of its own: on a cold cache the service
+starts one for the single-pick kernel, so that the two big pick kernels
+compile side by side on two cores.
 
 It drives the public API the way the service does: meshes and a glTF scene
 loaded from ``sample_meshes``, analytic shapes, closest hits (with and
 without back-face culling), occlusion, every-hit queries and frustum
 selections that cut through objects, each with few rays, triangles or
-objects (the serial kernels) and many (the parallel ones); on a scene built
-in memory and on the same scene saved and memory-mapped back (numba compiles
-read-only arrays separately); camera rays from perspective and orthographic
-cameras; and, for the image build only, a bare ``bvh.MeshBVH``.
+objects (the serial kernels) and many (the parallel ones); camera rays from
+perspective and orthographic cameras; and, for the image build only, a bare
+``bvh.MeshBVH``. Every array reaches the kernels read-only, whether the scene
+was built in memory or memory-mapped from disk, so each kernel compiles once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import logging
+import os
+import pkgutil
+import subprocess
+import sys
 import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -27,6 +49,26 @@ MANY = 300
 
 #: More objects than ``bvh.frustum.BLOCK``: the parallel box test of a selection runs.
 CROWD = 2100
+
+#: The step of the pick path a second process compiles on a cold cache
+#: (:class:`ServiceWarmUp`), beside the batch-pick kernel in the service's.
+HELPER_STEP = "single picks"
+
+#: What a start costs on a 2-core machine (about 40 s idle, longer when busy): said by
+#: ``/ready`` while a cold start compiles.
+FIRST_START = "a first start compiles for about a minute, later starts take about 2 s"
+
+#: Seconds between "still compiling" log lines while one step runs.
+HEARTBEAT_SECONDS = 15.0
+
+log = logging.getLogger("service")
+
+
+class Step(NamedTuple):
+    """One step of the warm-up: a name for the log and the work."""
+
+    name: str
+    run: Callable[[], None]
 
 
 def _shift(x: float, y: float = 0.0, z: float = 0.0) -> np.ndarray:
@@ -44,8 +86,8 @@ def _rays(bounds, n: int, rng: np.random.Generator):
     return origins, targets - origins
 
 
-def _query(scene, rng: np.random.Generator, kinds=("closest", "occluded", "all")) -> None:
-    for n in (1, 8, MANY):
+def _query(scene, rng: np.random.Generator, kinds=("closest", "occluded", "all"), counts=(1, 8, MANY)) -> None:
+    for n in counts:
         origins, directions = _rays(scene.bounds, n, rng)
         if "closest" in kinds:
             scene.intersect(origins, directions)
@@ -65,6 +107,17 @@ def _camera_on(bounds):
                               50.0, 64, 48)
 
 
+def _camera_picks(scene, rng: np.random.Generator) -> None:
+    """Camera picks of one and of many pixels, from perspective and orthographic cameras."""
+    import bvh
+
+    orthographic = bvh.Camera.from_matrices(np.eye(4), np.diag([0.1, 0.1, -0.01, 1.0]), 64, 48)
+    for camera in (_camera_on(scene.bounds), orthographic):
+        for n in (1, MANY):
+            origins, directions = camera.rays(rng.random((n, 2)) * [64, 48])
+            scene.intersect(origins, directions)
+
+
 def _select(scene, rng: np.random.Generator, each_object: bool = True, pick: bool = True) -> None:
     """Camera picks and selections whose frusta cut through objects, so that
     the exact per-triangle tests run (an object wholly inside or outside a
@@ -77,8 +130,9 @@ def _select(scene, rng: np.random.Generator, each_object: bool = True, pick: boo
             if pick:
                 scene.intersect(origins, directions)
         for mode in ("objects", "triangles"):
-            scene.select(camera.frustum((0, 0, 32, 48)), mode=mode, objects=objects)
-            scene.select(camera.frustum(), mode=mode)
+            for containment in ("crossing", "window"):
+                scene.select(camera.frustum((0, 0, 32, 48)), mode=mode, objects=objects, containment=containment)
+                scene.select(camera.frustum(), mode=mode, containment=containment)
 
 
 def _sample_scene():
@@ -131,45 +185,75 @@ def _orthographic(rng: np.random.Generator) -> None:
         camera.rays(rng.random((n, 2)) * 32)
 
 
-def everything(rng: np.random.Generator, bare_mesh: bool = True) -> list:
-    """The whole workload, in steps: ``(name, function)``."""
+def stages(rng: np.random.Generator) -> tuple[list[Step], list[Step]]:
+    """The warm-up in steps: ``(pick path, rest)``.
+
+    The first step builds the sample scene, saves it to a temporary
+    directory and opens it back memory-mapped, as the service keeps its
+    scenes; the later steps query that scene, so they must run in order.
+    """
     import bvh
 
     state = {}
 
-    def load():
-        state["scene"] = _sample_scene()
+    def build():
+        scene = _sample_scene()
+        with tempfile.TemporaryDirectory() as directory:
+            scene.save(directory)
+            # The memory maps stay valid once the directory is gone.
+            state["scene"] = bvh.Scene.open(directory)
 
-    def edit():
+    def edits():
+        # An edit of a saved scene gives an in-memory pack beside memory-mapped ones.
         scene = state["scene"]
+        mesh = next(info.mesh for info in scene.objects if info.kind == "mesh")
+        scene.add_instance(mesh, _shift(-30.0))
         first = scene.objects[0].id
         scene.set_transform(first, _shift(-20.0))
         _query(scene, rng)
         scene.remove(first)
         _query(scene, rng)
 
-    def crowd():
-        crowd = _crowd()
-        _query(crowd, rng)
-        _select(crowd, rng, each_object=False)
+    def selections():
+        _select(scene(), rng)
+        state["crowd"] = _crowd()
+        _select(state["crowd"], rng, each_object=False)
 
-    def saved():
-        # The service keeps scenes on disk and opens them by memory map.
-        with tempfile.TemporaryDirectory() as directory:
-            state["scene"].save(directory)
-            opened = bvh.Scene.open(directory)
-            _query(opened, rng)
-            _select(opened, rng)
-            mesh = next(info.mesh for info in opened.objects if info.kind == "mesh")
-            opened.add_instance(mesh, _shift(-30.0))
-            _query(opened, rng)
-            del opened
+    def scene():
+        return state["scene"]
 
-    return [("load sample meshes and build", load), ("scene queries", lambda: _query(state["scene"], rng)),
-            ("camera picks and selections", lambda: _select(state["scene"], rng)), ("edits", edit),
-            (f"{CROWD} objects", crowd), ("saved and memory-mapped scene", saved),
-            ("orthographic camera", lambda: _orthographic(rng))] + (
-        [("bare MeshBVH", lambda: _bare_mesh(rng))] if bare_mesh else [])
+    # Batch picks before single picks: on a cold cache a second process
+    # compiles the single-pick kernel meanwhile (HELPER_STEP), and this one
+    # then loads it.
+    pick_path = [Step("building scenes", build),
+                 Step("batch picks", lambda: _query(scene(), rng, ("closest",), counts=(MANY,))),
+                 Step(HELPER_STEP, lambda: _query(scene(), rng, ("closest",), counts=(1, 8))),
+                 Step("camera picks", lambda: _camera_picks(scene(), rng))]
+    # The cheapest first, so that most kinds of request stop waiting soonest:
+    # selections take seconds to compile, every-hit picks over a minute.
+    rest = [Step("selections", selections),
+            Step("occlusion", lambda: _query(scene(), rng, ("occluded",))),
+            Step("every-hit picks", lambda: _query(scene(), rng, ("all",))),
+            Step(f"queries over {CROWD} objects", lambda: _query(state["crowd"], rng)),
+            Step("edits", edits),
+            Step("orthographic camera", lambda: _orthographic(rng))]
+    return pick_path, rest
+
+
+def everything(rng: np.random.Generator, bare_mesh: bool = True) -> list[Step]:
+    """The whole workload, in steps, the pick path first."""
+    pick_path, rest = stages(rng)
+    return pick_path + rest + ([Step("bare MeshBVH", lambda: _bare_mesh(rng))] if bare_mesh else [])
+
+
+def pick_step_alone(name: str, rng: np.random.Generator) -> None:
+    """Build the scene and run one named step of the pick path, for a process of its own."""
+    pick_path, _ = stages(rng)
+    steps = {step.name: step for step in pick_path}
+    if name not in steps:
+        raise ValueError(f"no pick-path step {name!r}")
+    pick_path[0].run()
+    steps[name].run()
 
 
 def group(name: str, rng: np.random.Generator) -> None:
@@ -184,3 +268,215 @@ def group(name: str, rng: np.random.Generator) -> None:
         _bare_mesh(rng)
     else:
         raise ValueError(f"no warm-up group {name!r}")
+
+
+def dispatchers() -> list:
+    """``(qualified name, dispatcher)`` of every numba function defined in ``bvh``."""
+    from numba.core.registry import CPUDispatcher
+
+    import bvh
+
+    found = {}
+    for info in pkgutil.walk_packages(bvh.__path__, "bvh."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if isinstance(value, CPUDispatcher) and value.py_func.__module__ == info.name:
+                found[f"{info.name}.{name}"] = value
+    return sorted(found.items())
+
+
+def cache_counts() -> tuple[int, int]:
+    """``(compiled, loaded)``: kernel signatures this process has compiled, and
+    loaded from numba's cache, so far."""
+    compiled = loaded = 0
+    for _, dispatcher in dispatchers():
+        compiled += sum(dispatcher.stats.cache_misses.values())
+        loaded += sum(dispatcher.stats.cache_hits.values())
+    return compiled, loaded
+
+
+def cache_is_cold() -> bool:
+    """Whether numba's cache holds no single-pick kernel yet, i.e. this start
+    compiles rather than loads (a guess from the cache's index file, made
+    before anything is compiled; :func:`cache_counts` tells afterwards)."""
+    from bvh import scene_kernels
+
+    try:
+        index = Path(scene_kernels.closest_hits_serial._cache._cache_file._index_path)
+    except AttributeError:
+        # numba changed its private cache layout: assume warm, which only
+        # means that no second process helps compiling.
+        return False
+    return not index.is_file()
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux: from ``/proc``), or 0.0 where
+    that cannot be read: what a start costs as its user sees it, imports and
+    the sample scenes included."""
+    try:
+        with open("/proc/self/stat") as stat:
+            # The fields after the command name (in parentheses, which may hold spaces).
+            started_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as uptime:
+            since_boot = float(uptime.read().split()[0])
+        return max(since_boot - started_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+class ServiceWarmUp:
+    """The service's warm-up: the pick path (:meth:`pick_path`), then the
+    rest (:meth:`rest`), each step announced on the log and in the store's
+    ``waiting_for`` (before ``/ready``) or ``compiling`` (after).
+
+    On a cold cache with more than one CPU, a second process compiles the
+    single-pick kernel (:data:`HELPER_STEP`) while this one compiles the
+    batch-pick kernel, and this one then loads it from numba's cache.
+
+    Parameters
+    ----------
+    store : service.store.SceneStore
+        Told what start-up is doing.
+    started : float
+        ``time.perf_counter()`` when the process started: the log's elapsed seconds.
+    stopping : threading.Event
+        Set when the service shuts down: no further step starts.
+    """
+
+    def __init__(self, store, started: float, stopping: threading.Event):
+        self.store = store
+        self.started = started
+        self.stopping = stopping
+        self.first, self.second = stages(np.random.default_rng(0))
+        self.total = len(self.first) + len(self.second)
+        self.cold = cache_is_cold()
+        # Counts since this warm-up began: the process may have compiled or loaded kernels before it.
+        self.counted_from = cache_counts()
+        self.doing = "compiling kernels" if self.cold else "loading kernels from numba's cache"
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def pick_path(self) -> bool:
+        """Warm the pick path; False when shutdown stopped it first."""
+        helper = self._start_helper() if self.cold and (os.cpu_count() or 1) > 1 else None
+        try:
+            for number, step in enumerate(self.first, 1):
+                if self.stopping.is_set():
+                    return False
+                if step.name == HELPER_STEP and helper is not None:
+                    self._wait_for(helper)
+                    helper = None
+                self.store.waiting_for = (f"{self.doing} (step {number} of {self.total}: {step.name})"
+                                          + (f"; {FIRST_START}" if self.cold else ""))
+                self._run(number, step, "")
+        finally:
+            if helper is not None:
+                helper.kill()
+                helper.wait()
+        return True
+
+    def rest(self) -> None:
+        """Warm everything else (run after ``/ready`` turns 200); logs when done."""
+        if not self.second:
+            self.store.compiling = None
+            return
+        begun = time.perf_counter()
+        before, _ = self.counts()
+        for number, step in enumerate(self.second, len(self.first) + 1):
+            if self.stopping.is_set():
+                self.store.compiling = None
+                return
+            self.store.compiling = self.compiling(number)
+            self._run(number, step, " in the background")
+        self.store.compiling = None
+        compiled, loaded = self.counts()
+        log.info("all kernels ready in %.1f s (the background steps took %.1f s: %s; %d kernel signatures "
+                 "compiled, %d loaded from numba's cache in all)", self.elapsed(), time.perf_counter() - begun,
+                 ", ".join(step.name for step in self.second), compiled, loaded)
+        if compiled > before:
+            log.info("the next start loads them from numba's cache in about 2 s")
+
+    def compiling(self, number: int | None = None) -> str | None:
+        """What ``/ready`` says still compiles at background step ``number``
+        (default: the first); None when there is no such step."""
+        number = number or len(self.first) + 1
+        if not len(self.first) < number <= self.total:
+            return None
+        return (f"{self.doing} (step {number} of {self.total}: {self.second[number - len(self.first) - 1].name}); "
+                f"a request that needs a kernel not {'compiled' if self.cold else 'loaded'} yet waits for it")
+
+    def counts(self) -> tuple[int, int]:
+        """``(compiled, loaded)`` kernel signatures since this warm-up began."""
+        compiled, loaded = cache_counts()
+        return compiled - self.counted_from[0], loaded - self.counted_from[1]
+
+    def summary(self) -> str:
+        """How the pick path's kernels came, for the ready line."""
+        compiled, loaded = self.counts()
+        if compiled:
+            return (f"kernels for picks compiled, cold cache: {compiled} kernel signatures compiled, {loaded} "
+                    "loaded from numba's cache; the other kernels compile in the background")
+        return f"kernels for picks loaded from numba's cache ({loaded} kernel signatures)"
+
+    def _run(self, number: int, step: Step, where: str) -> None:
+        """Run one step with its log lines. On a cold cache each step is
+        announced; on a warm one the steps take milliseconds, so only a step
+        that compiled what the cache lacked (a start stopped half-way before)
+        is reported."""
+        log.log(logging.INFO if self.cold else logging.DEBUG, "%s: step %d/%d %s%s (%.1f s elapsed)", self.doing,
+                number, self.total, step.name, where, self.elapsed())
+        heartbeat = "still compiling kernels: step %d/%d %s%s (%.1f s elapsed)" if self.cold else \
+            "still at step %d/%d %s%s (%.1f s elapsed): compiling what numba's cache lacks"
+        before, _ = cache_counts()
+        with self._heartbeat(heartbeat, number, self.total, step.name, where):
+            step.run()
+        compiled = cache_counts()[0] - before
+        if compiled and not self.cold:
+            log.info("step %d/%d %s%s (%.1f s elapsed): compiled %d kernel signatures numba's cache lacked", number,
+                     self.total, step.name, where, self.elapsed(), compiled)
+
+    @contextlib.contextmanager
+    def _heartbeat(self, line: str, *arguments):
+        """A log line every :data:`HEARTBEAT_SECONDS` while the block runs
+        (``line % (*arguments, elapsed seconds)``)."""
+        done = threading.Event()
+
+        def beat():
+            while not done.wait(HEARTBEAT_SECONDS):
+                log.info(line, *arguments, self.elapsed())
+
+        beater = threading.Thread(target=beat, name="warm-up heartbeat", daemon=True)
+        beater.start()
+        try:
+            yield
+        finally:
+            done.set()
+            beater.join()
+
+    def _start_helper(self) -> subprocess.Popen | None:
+        try:
+            helper = subprocess.Popen([sys.executable, "-m", "service.warmup", HELPER_STEP],
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        except OSError as error:
+            log.warning("could not start a second process to compile the %s kernel (%s): compiling it here",
+                        HELPER_STEP, error)
+            return None
+        log.info("%s: a second process (pid %d) compiles the %s kernel meanwhile", self.doing, helper.pid,
+                 HELPER_STEP)
+        return helper
+
+    def _wait_for(self, helper: subprocess.Popen) -> None:
+        if helper.poll() is None:
+            log.info("%s: waiting for the second process to finish the %s kernel (%.1f s elapsed)", self.doing,
+                     HELPER_STEP, self.elapsed())
+        _, errors = helper.communicate()
+        if helper.returncode != 0:
+            last = errors.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            log.warning("the second process compiling the %s kernel failed (exit status %d: %s): compiling it here",
+                        HELPER_STEP, helper.returncode, last[0])
+
+
+if __name__ == "__main__":
+    pick_step_alone(" ".join(sys.argv[1:]), np.random.default_rng(0))

@@ -25,10 +25,11 @@ def test_not_ready_before_start_up(tmp_path, monkeypatch):
     client = TestClient(create_app(Settings(data_dir=tmp_path)))
     assert client.get("/health").status_code == 200
     response = client.get("/ready")
-    assert response.status_code == 503 and response.json()["status"] == "starting"
+    assert response.status_code == 503
+    assert response.json() == {"status": "starting", "scenes": 0, "waiting_for": "opening the saved scenes"}
     response = client.get("/scenes")
     assert response.status_code == 503 and response.headers["retry-after"] == "1"
-    assert "still opening its saved scenes" in response.json()["detail"]
+    assert response.json()["detail"] == "the service is still starting: opening the saved scenes; retry shortly"
     response = client.post("/scenes/" + "0" * 32 + "/pick", json={"origin": [0, 0, 1], "direction": [0, 0, -1]})
     assert response.status_code == 503
 
@@ -193,3 +194,195 @@ def test_extreme_transforms_never_reach_a_500(client, triangle_scene, scale):
                                    "width": 10, "height": 10, "rect": [0, 0, 10, 10], "mode": "triangles"})):
         response = client.post(f"/scenes/{triangle_scene}/{path}", json=body)
         assert response.status_code < 500, (scale, path, response.text)
+
+
+# ------------------------------------------------------------------ start-up
+
+class _Gate:
+    """A warm-up step that holds until released, so a test can look at ``/ready`` meanwhile."""
+
+    def __init__(self):
+        import threading
+
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def __call__(self):
+        self.entered.set()
+        assert self.release.wait(30), "the test never released the step"
+
+
+def _fake_stages(monkeypatch, pick_path, rest, cold=True):
+    from service import warmup
+
+    monkeypatch.setattr(warmup, "stages", lambda rng: (pick_path, rest))
+    monkeypatch.setattr(warmup, "cache_is_cold", lambda: cold)
+    monkeypatch.setattr(warmup.ServiceWarmUp, "_start_helper", lambda self: None)
+
+
+def test_ready_says_what_start_up_waits_for(tmp_path, monkeypatch, caplog):
+    import logging
+    import threading
+
+    from service import deps, warmup
+    from service.app import create_app, start_up
+    from service.settings import Settings
+
+    building, batch, occlusion = _Gate(), _Gate(), _Gate()
+    _fake_stages(monkeypatch, [warmup.Step("building scenes", building), warmup.Step("batch picks", batch)],
+                 [warmup.Step("occlusion", occlusion)])
+    app = create_app(Settings(data_dir=tmp_path, warm_up=True))
+    # Without entering the client the lifespan never runs: start_up runs here, as the lifespan would.
+    client = TestClient(app)
+    caplog.set_level(logging.INFO, logger="service")
+    started = []
+    opening = threading.Thread(target=lambda: started.append(start_up(app.state.store, True)))
+    opening.start()
+
+    assert building.entered.wait(30)
+    response = client.get("/ready")
+    assert response.status_code == 503 and response.headers["retry-after"] == "1"
+    assert response.json() == {"status": "starting", "scenes": 0, "waiting_for":
+                               "compiling kernels (step 1 of 3: building scenes); " + warmup.FIRST_START}
+    monkeypatch.setattr(deps, "READY_WAIT_SECONDS", 0.1)
+    response = client.get("/scenes")
+    assert response.status_code == 503
+    assert response.json()["detail"] == ("the service is still starting: compiling kernels (step 1 of 3: building "
+                                         f"scenes); {warmup.FIRST_START}; retry shortly")
+    building.release.set()
+    assert batch.entered.wait(30)
+    assert client.get("/ready").json()["waiting_for"].startswith("compiling kernels (step 2 of 3: batch picks); ")
+    batch.release.set()
+
+    assert occlusion.entered.wait(30)
+    opening.join(30)
+    response = client.get("/ready")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ready", "scenes": 0, "compiling":
+                               "compiling kernels (step 3 of 3: occlusion); a request that needs a kernel not "
+                               "compiled yet waits for it"}
+    occlusion.release.set()
+    started[0].join(30)
+    assert client.get("/ready").json() == {"status": "ready", "scenes": 0}
+
+    lines = [record.getMessage() for record in caplog.records if record.name == "service"]
+    assert lines[0].startswith("compiling kernels: step 1/3 building scenes (")
+    assert lines[1].startswith("compiling kernels: step 2/3 batch picks (")
+    assert lines[2].startswith("ready in ") and ": 0 scenes open; kernels for picks " in lines[2]
+    assert lines[3].startswith("compiling kernels: step 3/3 occlusion in the background (")
+    assert lines[4].startswith("all kernels ready in ") and "(the background steps took " in lines[4]
+
+
+def test_start_up_logs_a_heartbeat_while_a_step_compiles(tmp_path, monkeypatch, caplog):
+    import logging
+
+    from service import warmup
+    from service.app import start_up
+    from service.store import SceneStore
+
+    monkeypatch.setattr(warmup, "HEARTBEAT_SECONDS", 0.05)
+    _fake_stages(monkeypatch, [warmup.Step("batch picks", lambda: __import__("time").sleep(0.3))], [], cold=False)
+    caplog.set_level(logging.INFO, logger="service")
+    background = start_up(SceneStore(tmp_path), True)
+    background.join(30)
+    lines = [record.getMessage() for record in caplog.records if record.name == "service"]
+    # A warm start's steps take milliseconds: only a slow one is told, as compiling what the cache lacks.
+    assert not any(line.startswith("loading kernels from numba's cache: step") for line in lines)
+    assert any(line.startswith("still at step 1/1 batch picks (") and
+               line.endswith(" s elapsed): compiling what numba's cache lacks") for line in lines), lines
+    ready = next(line for line in lines if line.startswith("ready in "))
+    assert "kernels for picks loaded from numba's cache" in ready
+
+    compiled = [0]
+    monkeypatch.setattr(warmup, "stages", lambda rng: ([], [warmup.Step("occlusion",
+                                                                         lambda: compiled.__setitem__(0, 3))]))
+    monkeypatch.setattr(warmup, "cache_counts", lambda: (compiled[0], 0))
+    start_up(SceneStore(tmp_path), True).join(30)
+    lines = [record.getMessage() for record in caplog.records if record.name == "service"]
+    assert any(line.startswith("step 1/1 occlusion in the background (") and
+               line.endswith(" s elapsed): compiled 3 kernel signatures numba's cache lacked") for line in lines), lines
+
+
+def test_start_up_failures_are_told(tmp_path, monkeypatch, caplog):
+    import logging
+    import subprocess
+    import sys
+
+    from service import warmup
+    from service.app import create_app, start_up
+    from service.settings import Settings
+
+    def broken():
+        raise RuntimeError("no compiler")
+
+    caplog.set_level(logging.INFO, logger="service")
+    # A failing pick path: never ready, and /ready says why.
+    _fake_stages(monkeypatch, [warmup.Step("batch picks", broken)], [])
+    app = create_app(Settings(data_dir=tmp_path, warm_up=True))
+    assert start_up(app.state.store, True) is None
+    assert TestClient(app).get("/ready").json()["waiting_for"] == "nothing: start-up failed (see the service's log)"
+    assert "start-up failed: the service stays unready" in caplog.text
+
+    # A failing background step: ready all the same.
+    _fake_stages(monkeypatch, [], [warmup.Step("occlusion", broken)])
+    app = create_app(Settings(data_dir=tmp_path, warm_up=True))
+    start_up(app.state.store, True).join(30)
+    assert TestClient(app).get("/ready").json() == {"status": "ready", "scenes": 0}
+    assert "compiling the remaining kernels failed; queries compile them on first use" in caplog.text
+
+    # The second process that compiles the single-pick kernel fails, or cannot start: this one compiles it.
+    from service.store import SceneStore
+
+    compiled_here = []
+    monkeypatch.setattr(warmup, "stages", lambda rng: ([warmup.Step(warmup.HELPER_STEP,
+                                                                     lambda: compiled_here.append(1))], []))
+    monkeypatch.setattr(warmup.ServiceWarmUp, "_start_helper", lambda self: subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.exit('out of memory')"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE))
+    monkeypatch.setattr(warmup.os, "cpu_count", lambda: 2)
+    start_up(SceneStore(tmp_path), True).join(30)
+    assert compiled_here == [1]
+    assert ("the second process compiling the single picks kernel failed (exit status 1: out of memory): "
+            "compiling it here") in caplog.text
+
+    monkeypatch.undo()
+    monkeypatch.setattr(warmup, "stages", lambda rng: ([warmup.Step(warmup.HELPER_STEP,
+                                                                     lambda: compiled_here.append(2))], []))
+    monkeypatch.setattr(warmup, "cache_is_cold", lambda: True)
+    monkeypatch.setattr(warmup.os, "cpu_count", lambda: 2)
+
+    def cannot_start(*args, **kwargs):
+        raise OSError("no such file")
+
+    monkeypatch.setattr(warmup.subprocess, "Popen", cannot_start)
+    start_up(SceneStore(tmp_path), True).join(30)
+    assert compiled_here == [1, 2]
+    assert ("could not start a second process to compile the single picks kernel (no such file): compiling it here"
+            in caplog.text)
+
+
+def test_start_up_warms_the_pick_path_then_the_rest(tmp_path, caplog):
+    """The real warm-up: fast on a warm cache (minutes on a cold one, as a first start)."""
+    import logging
+
+    from service import warmup
+    from service.app import start_up
+    from service.store import SceneStore
+
+    # DEBUG: on a warm cache the step lines are debug lines.
+    caplog.set_level(logging.DEBUG, logger="service")
+    store = SceneStore(tmp_path)
+    background = start_up(store, True)
+    assert store.ready
+    background.join(900)
+    assert store.compiling is None
+    lines = [record.getMessage() for record in caplog.records if record.name == "service"]
+    pick_path, rest = warmup.stages(None)
+    total = len(pick_path) + len(rest)
+    for number, step in enumerate(pick_path + rest, 1):
+        where = " in the background" if number > len(pick_path) else ""
+        assert any(f"kernels: step {number}/{total} {step.name}{where} (" in line
+                   or f"kernels from numba's cache: step {number}/{total} {step.name}{where} (" in line
+                   for line in lines), (step.name, lines)
+    ready = next(line for line in lines if line.startswith("ready in "))
+    assert ": 0 scenes open; kernels for picks " in ready
+    assert any(line.startswith("all kernels ready in ") for line in lines)

@@ -21,14 +21,22 @@ async def health():
 
 @router.get("/ready", response_model=Readiness, responses={503: {"model": Readiness}})
 async def ready(store: SceneStoreDep):
-    """200 once the saved scenes are open and the kernels compiled, 503 before."""
+    """200 once the saved scenes are open and the pick path's kernels compiled,
+    503 before; ``waiting_for`` says what start-up is doing, ``compiling``
+    what still compiles in the background once ready."""
     if store.ready:
-        return JSONBytes({"status": "ready", "scenes": len(store)})
-    return JSONBytes({"status": "starting", "scenes": len(store)}, status_code=503, headers={"Retry-After": "1"})
+        body = {"status": "ready", "scenes": len(store)}
+        compiling = store.compiling
+        if compiling is not None:
+            body["compiling"] = compiling
+        return JSONBytes(body)
+    return JSONBytes({"status": "starting", "scenes": len(store), "waiting_for": store.waiting_for},
+                     status_code=503, headers={"Retry-After": "1"})
 
 
 @router.get("/metrics", response_class=Response,
-            responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"}})
+            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+                             "description": f"Prometheus text format ({CONTENT_TYPE_LATEST})"}})
 async def metrics(request: Request):
     """Requests and latency by route and status, rays cast, scenes, triangles (this process's)."""
     return Response(request.app.state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
