@@ -959,7 +959,10 @@ def _ply_ascii_rows(tokens: list, start: int, element: _PlyElement) -> tuple[int
                 raise ValueError(f"could not read this as PLY: row {found + 1} of {element.name!r}: "
                                  f"the list length {tokens[position].decode(errors='replace')!r} "
                                  "is not a whole number") from None
-            position += 1 + max(count, 0)
+            if count < 0:
+                raise ValueError(f"could not read this as PLY: row {found + 1} of {element.name!r} has a negative "
+                                 f"list length {count}")
+            position += 1 + count
         if position > len(tokens):
             return found, start
         found, start = found + 1, position

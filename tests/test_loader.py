@@ -831,6 +831,8 @@ def test_glb_refusals(data, message):
      f"byte {len(SIGNED_LISTS) + 12}: a list of 'face' has a negative length -1"),
     (ply_header("ascii", XYZ, 1, "element face 1\nproperty list uchar int vertex_indices\n") + b"0 0 0\nthree 0 0 0\n",
      "row 1 of 'face': the list length 'three' is not a whole number"),
+    (ply_header("ascii", XYZ, 1, STRIPS) + b"0 0 0\n-2 0 0 0\n",
+     "row 1 of 'tristrips' has a negative list length -2"),
     (ply_header("ascii", XYZ + "property list uchar float weights\n", 1, STRIPS) + b"0 0 0 1 1\n3 0 0 0\n",
      "its vertices have list properties, which are not read beside triangle strips or polygons of mixed sizes"),
     (ply_header("ascii", "property float a\n", 1, STRIPS) + b"0\n3 0 0 0\n", "its vertices have no x, y and z"),
@@ -841,7 +843,7 @@ def test_glb_refusals(data, message):
      "a triangle strip holds something other than whole numbers"),
     (b"ply\nformat ascii 1.0\n" + STRIPS.encode() + b"end_header\n3 0 1 2\n",
      "it has faces or triangle strips but no vertex element"),
-], ids=["negative list length", "list length not a number", "vertex lists", "no xyz", "vertex not a number",
+], ids=["negative list length", "list length not a number", "ascii negative list length", "vertex lists", "no xyz", "vertex not a number",
         "no vertex_indices", "strip not a number", "no vertices"])
 def test_ply_refusals(data, message):
     with pytest.raises(ValueError) as caught:
