@@ -31,10 +31,12 @@ FASTAPI_VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError")
 ERROR_DESCRIPTIONS = {
     401: "missing or wrong API key (`Authorization: Bearer <key>`)",
     404: "no such scene or object",
-    413: "the request is too large: a body over PICK_MAX_UPLOAD_MB, or more rays than PICK_MAX_RAYS",
+    413: ("the request is too large: a body over PICK_MAX_UPLOAD_MB, more rays than PICK_MAX_RAYS, or an answer "
+          "that could exceed PICK_MAX_RESPONSE_MB"),
     415: "the body's Content-Type is not one this route reads",
     422: "a value in the request is invalid; the detail says which and why",
-    503: "the service is still opening its saved scenes; retry after Retry-After seconds",
+    503: ("the service is still starting (opening its saved scenes, compiling the pick path's kernels); "
+          "retry after Retry-After seconds"),
 }
 
 _definitions: dict[str, dict] = {}

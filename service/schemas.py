@@ -466,7 +466,7 @@ class Readiness(BaseModel):
 
     ``waiting_for`` (while starting) says what start-up is doing, e.g.
     ``"compiling kernels (step 2 of 10: batch picks); a first start compiles
-    for about a minute, later starts take about 2 s"``; ``compiling`` (once ready)
+    for about 35 s on 2 idle cores, later starts take about 2 s"``; ``compiling`` (once ready)
     what still compiles in the background: a request that needs one of those
     kernels waits for it.
     """

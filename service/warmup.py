@@ -54,9 +54,9 @@ CROWD = 2100
 #: (:class:`ServiceWarmUp`), beside the batch-pick kernel in the service's.
 HELPER_STEP = "single picks"
 
-#: What a start costs on a 2-core machine (about 40 s idle, longer when busy): said by
+#: What a start costs on a 2-core machine (35 s measured idle, longer when busy): said by
 #: ``/ready`` while a cold start compiles.
-FIRST_START = "a first start compiles for about a minute, later starts take about 2 s"
+FIRST_START = "a first start compiles for about 35 s on 2 idle cores, later starts take about 2 s"
 
 #: Seconds between "still compiling" log lines while one step runs.
 HEARTBEAT_SECONDS = 15.0
@@ -367,6 +367,8 @@ class ServiceWarmUp:
                     return False
                 if step.name == HELPER_STEP and helper is not None:
                     self._wait_for(helper)
+                    if helper.returncode is None:
+                        return False  # shutdown came first: the finally clause ends the helper
                     helper = None
                 self.store.waiting_for = (f"{self.doing} (step {number} of {self.total}: {step.name})"
                                           + (f"; {FIRST_START}" if self.cold else ""))
@@ -471,12 +473,33 @@ class ServiceWarmUp:
         if helper.poll() is None:
             log.info("%s: waiting for the second process to finish the %s kernel (%.1f s elapsed)", self.doing,
                      HELPER_STEP, self.elapsed())
-        _, errors = helper.communicate()
+        while True:
+            try:
+                _, errors = helper.communicate(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                if self.stopping.is_set():
+                    # Shutting down: the kernel is no longer wanted (pick_path kills the helper).
+                    return
         if helper.returncode != 0:
             last = errors.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
             log.warning("the second process compiling the %s kernel failed (exit status %d: %s): compiling it here",
                         HELPER_STEP, helper.returncode, last[0])
 
 
+def _exit_with_parent(interval: float = 0.5) -> None:
+    """End this process when the one that started it is gone (a helper
+    compiling for a service killed with SIGKILL must not live on)."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent watch", daemon=True).start()
+
+
 if __name__ == "__main__":
+    _exit_with_parent()
     pick_step_alone(" ".join(sys.argv[1:]), np.random.default_rng(0))

@@ -264,7 +264,9 @@ def test_ready_says_what_start_up_waits_for(tmp_path, monkeypatch, caplog):
     started[0].join(30)
     assert client.get("/ready").json() == {"status": "ready", "scenes": 0}
 
-    lines = [record.getMessage() for record in caplog.records if record.name == "service"]
+    # Heartbeats come every HEARTBEAT_SECONDS while a gate is held: a slow machine may log one.
+    lines = [record.getMessage() for record in caplog.records
+             if record.name == "service" and not record.getMessage().startswith("still compiling")]
     assert lines[0].startswith("compiling kernels: step 1/3 building scenes (")
     assert lines[1].startswith("compiling kernels: step 2/3 batch picks (")
     assert lines[2].startswith("ready in ") and ": 0 scenes open; kernels for picks " in lines[2]
