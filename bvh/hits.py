@@ -1,6 +1,8 @@
 """Query results: plain arrays, one row per ray (or per hit), and the
-per-hit arithmetic that fills fields outside the kernels, done as the
-kernels do it so that both give the same numbers."""
+per-hit arithmetic that fills fields outside the kernels, in the kernels'
+order of operations. The kernels may fuse a multiply and an add (FMA, which
+their ``fastmath`` allows), so the two agree to the last bit or two, not
+always exactly."""
 
 from dataclasses import dataclass
 
@@ -214,9 +216,8 @@ def face_normals(triangles: np.ndarray) -> np.ndarray:
     Returns
     -------
     (H, 3) float64
-        Computed as the kernels compute a hit's normal: edges in float64
-        (exact differences of float32 values), then the cross product
-        component by component.
+        In the kernels' order: edges in float64 (exact differences of
+        float32 values), then the cross product component by component.
     """
     corners = triangles.reshape(-1, 3, 3).astype(np.float64)
     e1 = corners[:, 1] - corners[:, 0]
@@ -228,12 +229,12 @@ def face_normals(triangles: np.ndarray) -> np.ndarray:
 
 def dot_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(H,) row-wise dot products of ``a, b (H, 3)``, summed ``x + y + z`` in
-    that order as the kernels do (``einsum`` or ``@`` may round otherwise)."""
+    that order, as the kernels sum them (``einsum`` or ``@`` may sum otherwise)."""
     return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """(H, 3) ``vectors`` scaled to unit length as the kernels do
+    """(H, 3) ``vectors`` scaled to unit length in the kernels' way
     (times ``1 / sqrt(|v|^2)``); zero rows become NaN."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return vectors * (1.0 / np.sqrt(dot_rows(vectors, vectors)))[:, None]

@@ -33,8 +33,10 @@ def api_world() -> fuzz.World:
     return WORLD
 
 
+# Derandomised, like tests/test_properties.py: CI must not find a new example on its own and fail a
+# submission by chance; `python -m bench.fuzz` is where new examples are looked for.
 @schema.parametrize()
-@settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
+@settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 def test_every_answer_is_as_documented(case, api_world):
     fuzz.call_and_check(case, api_world)

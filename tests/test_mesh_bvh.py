@@ -216,9 +216,12 @@ def test_intersect_all_points_and_normals_are_those_of_closest_hits():
     rays = every.ray[first]
     same = every.triangle[first] == closest.triangle[rays]
     assert same.mean() > 0.99
-    for field in ("t", "point", "normal", "front_face"):
+    for field in ("t", "point", "normal"):
         np.testing.assert_allclose(getattr(every, field)[first[same]], getattr(closest, field)[rays[same]],
                                    rtol=1e-12, atol=1e-12, err_msg=field)
+    # The kernel may fuse n . d into FMAs: on a grazing hit its sign is the CPU's to round.
+    steady = same & clear[first]
+    np.testing.assert_array_equal(every.front_face[first[steady]], closest.front_face[rays[steady]])
     corners = vertices[faces[every.triangle]]
     oracle = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
     oracle /= np.linalg.norm(oracle, axis=1, keepdims=True)

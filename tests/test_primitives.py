@@ -496,7 +496,9 @@ def test_plane_parallel_rays_miss_cleanly():
 
 #: A triangle and three points on its edge ``ab`` (found once by a seeded
 #: search, written out exactly) whose anti-parallel vectors ``a - p``,
-#: ``b - p`` give a cosine below -1 when rounded as the kernel computes it.
+#: ``b - p`` give a cosine below -1 in plain float64 arithmetic (the kernel's
+#: order of operations; with a fused multiply-add the kernel may round it to
+#: -1 or below, and the clamp must make either read as inside).
 _EDGE_A = [float.fromhex(x) for x in ("-0x1.4db791e89425fp-1", "-0x1.65d22e04add80p-3", "0x1.a9e9d0c49884cp+0")]
 _EDGE_B = [float.fromhex(x) for x in ("0x1.517bd05985e69p-1", "-0x1.a4329cf3fbe33p+0", "-0x1.550049736df1bp-8")]
 _EDGE_C = [float.fromhex(x) for x in ("-0x1.3f36a3b392ed0p-1", "0x1.3065b95c2d4b8p-3", "-0x1.9bb231d2e8415p+0")]
@@ -506,7 +508,7 @@ _EDGE_POINTS = [[float.fromhex(x) for x in row] for row in (
     ("-0x1.281ea93a56180p-8", "-0x1.cc3ae37e95ef6p-1", "0x1.adec8f680e4f8p-1"))]
 
 
-def _cosine_as_the_kernel_rounds_it(u, v) -> float:
+def _cosine_in_the_kernels_order(u, v) -> float:
     """``u . v / sqrt(|u|^2 |v|^2)`` in plain float64 arithmetic, summed left to
     right as ``_angle`` does: correctly rounded operations in a fixed order,
     so the same on every CPU (``@`` would round as the BLAS kernel pleases)."""
@@ -520,7 +522,7 @@ def test_angle_sum_clamps_acos_on_edges():
     for p in _EDGE_POINTS:
         ia = [a - q for a, q in zip(_EDGE_A, p)]
         ib = [b - q for b, q in zip(_EDGE_B, p)]
-        assert _cosine_as_the_kernel_rounds_it(ia, ib) < -1.0, "the case must exercise the unclamped acos"
+        assert _cosine_in_the_kernels_order(ia, ib) < -1.0, "the case must exercise the unclamped acos"
     assert P.point_in_triangle_angles(_EDGE_POINTS, _EDGE_A, _EDGE_B, _EDGE_C).all()
     vertices = [_EDGE_A, _EDGE_B, _EDGE_C]
     assert P.point_in_triangle_angles(vertices, *vertices).all()   # vertices: zero vectors

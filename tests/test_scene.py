@@ -685,9 +685,12 @@ def test_all_hits_carry_points_normals_and_uvs_like_closest_hits():
     same = (every.object[first] == closest.object[rays]) & (every.triangle[first] == closest.triangle[rays])
     assert same.mean() > 0.99
     first, rays = first[same], rays[same]
-    for field in ("t", "point", "normal", "shading_normal", "uv", "front_face"):
+    for field in ("t", "point", "normal", "shading_normal", "uv"):
         np.testing.assert_allclose(getattr(every, field)[first], getattr(closest, field)[rays], rtol=1e-12,
                                    atol=1e-12, err_msg=field)
+    # The kernel may fuse n . d into FMAs: on a grazing hit its sign is the CPU's to round.
+    grazing = ~clear[first]
+    np.testing.assert_array_equal(every.front_face[first][~grazing], closest.front_face[rays][~grazing])
     # uv and vertex normals only on the textured mesh; elsewhere NaN uv and the geometric normal.
     on_textured = every.mesh == textured
     assert on_textured.any() and not np.isnan(every.uv[on_textured]).any()

@@ -196,7 +196,7 @@ def test_a_patch_racing_the_delete_of_its_object_is_200_or_404(client, triangle_
 
 def test_a_post_racing_the_delete_of_its_new_object_answers_what_it_made(client, triangle_scene):
     base = f"/scenes/{triangle_scene}/objects"
-    deleted_before_answer = 0
+    deleted_in_the_race = 0
     deadline = time.monotonic() + RACE_SECONDS
     next_id = client.post(base, json={"mesh": 0}).json()["objects"][0]["id"] + 1
     for round_ in range(RACE_ROUNDS):
@@ -223,10 +223,10 @@ def test_a_post_racing_the_delete_of_its_new_object_answers_what_it_made(client,
         (made,) = response.json()["objects"]
         assert made["id"] == next_id and made["name"] == f"new {round_}" and made["kind"] == "mesh"
         if answers.get("deleted"):
-            deleted_before_answer += 1
+            deleted_in_the_race += 1
             assert client.get(f"{base}/{next_id}").status_code == 404
         next_id += 1
-    assert deleted_before_answer > 0
+    assert deleted_in_the_race > 0
 
 
 # --------------------------------------------------- outside the image
