@@ -1,7 +1,9 @@
 """The numpy-facing mesh BVH: build it, then query it with batches of rays."""
 
-from typing import Callable
+import threading
+from typing import Callable, NamedTuple
 
+import numba
 import numpy as np
 
 from . import kernels
@@ -10,14 +12,21 @@ from .builder import binned_sah_build
 from .config import BuildConfig
 from .hits import AllHits, Hits, dot_rows, face_normals, unit_rows
 from .node_layout import COUNT, aligned_empty, pack_nodes
+from .refit import check_refit_vertices, refit_arrays, vertex_bounds, wide_sah_cost
 from .tree import Tree
-from .triangles import prepare_triangles
-from .validation import check_mesh, check_rays, check_window
+from .triangles import _centring_offset, prepare_triangles
+from .validation import MAX_MESH_EXTENT, check_mesh, check_rays, check_window
 from .wide_layout import CHILD_COUNT, ROW, WIDTH, collapse_to_wide
 
 #: Batches up to this size run on the calling thread: waking the thread pool
 #: costs more than tracing a few rays.
 SERIAL_BATCH = 64
+
+#: Meshes of fewer triangles than this are refitted on the calling thread
+#: alone. Each parallel pass waits for every worker to wake, and with the
+#: other core busy that took 20 ms per bunny refit (69k triangles) against
+#: 1.3–1.6 ms on one thread (0.8 ms on two idle cores).
+SERIAL_REFIT = 200_000
 
 #: Outputs of more rays than this are carved out of one allocation (``_carve``).
 CARVE_FROM = 4096
@@ -29,11 +38,29 @@ MERGE_FRACTION = 1.0e-9
 Builder = Callable[[np.ndarray, np.ndarray, BuildConfig], Tree]
 
 
+class _Arrays(NamedTuple):
+    """Everything a query reads, swapped by :meth:`MeshBVH.refit` in one
+    assignment so that a query on another thread sees the old mesh or the new
+    one, never a mix: a query takes ``self._arrays`` once and reads only that."""
+
+    nodes: np.ndarray
+    links: np.ndarray
+    triangles: np.ndarray
+    face_index: np.ndarray
+    offset: np.ndarray
+    merge_length: float
+
+
+def _merge_length(triangles: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+    return MERGE_FRACTION * float(np.linalg.norm(hi - lo)) if len(triangles) else 0.0
+
+
 class MeshBVH:
     """A triangle mesh's bounding volume hierarchy, ready for ray queries.
 
     Make one with :func:`build`. The arrays are read-only once built and the
-    queries release the GIL, so one ``MeshBVH`` serves many threads.
+    queries release the GIL, so one ``MeshBVH`` serves many threads;
+    :meth:`refit` replaces them all at once, never writing into them.
 
     Attributes
     ----------
@@ -47,23 +74,46 @@ class MeshBVH:
         Subtracted from the mesh before rounding to float32.
     face_count : int
         Faces of the mesh as given, degenerate ones included.
+    vertex_count : int
+        Vertices of the mesh as given; what :meth:`refit` expects.
+    refit_cost_ratio : float
+        SAH cost of the tree now over its cost when built (1.0 until refitted).
     """
 
     def __init__(self, nodes, triangles, face_index, offset, depth: int, face_count: int, config: BuildConfig,
-                 sah_cost: float):
-        self.nodes = nodes
-        self.triangles = triangles
-        self.face_index = face_index
-        self.offset = offset
+                 sah_cost: float, row_faces: np.ndarray, dropped_faces: np.ndarray, vertex_count: int):
+        for array in (nodes, triangles, face_index, offset, row_faces, dropped_faces):
+            array.setflags(write=False)
         self.face_count = face_count
+        self.vertex_count = vertex_count
         self.config = config
         self._depth = depth
         self._sah_cost = sah_cost
-        self._links = nodes.view(np.int32)
+        self._row_faces = row_faces
+        self._dropped_faces = dropped_faces
+        self._built_wide_cost = None
+        self._used_vertices = None
+        self._refit_lock = threading.Lock()
+        self.refit_cost_ratio = 1.0
+        self._arrays = _Arrays(nodes, nodes.view(np.int32), triangles, face_index, offset, 0.0)
         lo, hi = self.bounds
-        self._merge_length = MERGE_FRACTION * float(np.linalg.norm(hi - lo)) if len(triangles) else 0.0
-        for array in (self.nodes, self.triangles, self.face_index, self.offset):
-            array.setflags(write=False)
+        self._arrays = self._arrays._replace(merge_length=_merge_length(triangles, lo, hi))
+
+    @property
+    def nodes(self) -> np.ndarray:
+        return self._arrays.nodes
+
+    @property
+    def triangles(self) -> np.ndarray:
+        return self._arrays.triangles
+
+    @property
+    def face_index(self) -> np.ndarray:
+        return self._arrays.face_index
+
+    @property
+    def offset(self) -> np.ndarray:
+        return self._arrays.offset
 
     # ------------------------------------------------------------------ stats
     @property
@@ -84,20 +134,22 @@ class MeshBVH:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the tree and its triangle data."""
+        """Bytes of the tree and its triangle data (without the faces' vertex
+        indices kept for :meth:`refit`, 12 bytes a face)."""
         return int(self.nodes.nbytes + self.triangles.nbytes + self.face_index.nbytes)
 
     @property
     def bounds(self) -> np.ndarray:
         """(2, 3) float64: world-space min and max corner of the mesh's box."""
-        if self.triangle_count == 0:
+        arrays = self._arrays
+        if arrays.triangles.shape[0] == 0:
             return np.full((2, 3), np.nan)
-        local = self.triangles.reshape(-1, 3).astype(np.float64)
-        return np.stack([local.min(axis=0), local.max(axis=0)]) + self.offset
+        local = arrays.triangles.reshape(-1, 3).astype(np.float64)
+        return np.stack([local.min(axis=0), local.max(axis=0)]) + arrays.offset
 
     def leaf_stats(self) -> dict:
         """Leaves and triangles per leaf: ``{"leaves", "mean", "max"}``."""
-        counts = self._links[:, CHILD_COUNT:CHILD_COUNT + WIDTH].ravel() if self.triangle_count else np.zeros(0)
+        counts = self._arrays.links[:, CHILD_COUNT:CHILD_COUNT + WIDTH].ravel() if self.triangle_count else np.zeros(0)
         leaves = counts[counts > 0]
         if leaves.size == 0:
             return {"leaves": 0, "mean": 0.0, "max": 0}
@@ -106,8 +158,89 @@ class MeshBVH:
     def sah_cost(self) -> float:
         """Expected cost of a ray through the root of the binary tree under the
         surface area heuristic, in units of one triangle test (constants from
-        ``config``): the measure of the builder's work, before collapsing."""
-        return self._sah_cost
+        ``config``): the measure of the builder's work, before collapsing.
+
+        The binary tree is not kept, so after :meth:`refit` this is the cost
+        as built times :attr:`refit_cost_ratio`, the ratio measured on the
+        four-wide tree."""
+        return self._sah_cost * self.refit_cost_ratio
+
+    # ------------------------------------------------------------------ refit
+    def refit(self, vertices) -> None:
+        """Move the mesh's vertices, keeping its faces and the tree's topology.
+
+        The triangles are centred and rounded as :func:`build` does (the
+        centring offset is recomputed from the new positions) and every node
+        box is recomputed bottom-up, as conservatively as the build's (see
+        :mod:`bvh.refit`). Queries running on other threads meanwhile see
+        the old mesh or the new one, never a mix. :attr:`refit_cost_ratio`
+        then says how much worse the tree has become than when built; past
+        about 1.5 a rebuild pays (issue 14), which is the caller's decision.
+
+        Faces that were zero-area when built are not in the tree, and faces
+        in the tree are tested as non-degenerate by the build's exact test:
+        a refit that would change which faces are zero-area is refused and
+        the mesh left as it was; build the mesh anew instead.
+
+        Parameters
+        ----------
+        vertices : (V, 3) float, finite
+            New positions of the ``vertex_count`` vertices, in the same order.
+
+        Raises
+        ------
+        ValueError
+            On a malformed array, a different vertex count, non-finite
+            coordinates, a span float32 cannot hold, or a change of which
+            faces are zero-area, saying which.
+        """
+        vertices = check_refit_vertices(vertices, self.vertex_count)
+        threads = numba.get_num_threads()
+        with self._refit_lock:
+            if len(self._row_faces) < SERIAL_REFIT:
+                numba.set_num_threads(1)
+            try:
+                self._refit(vertices)
+            finally:
+                numba.set_num_threads(threads)
+
+    def _refit(self, vertices: np.ndarray) -> None:
+        """:meth:`refit` of validated ``vertices``, under the refit lock."""
+        old = self._arrays
+        if self._used_vertices is None:
+            used = np.zeros(self.vertex_count, np.bool_)
+            used[self._row_faces] = True
+            used[self._dropped_faces] = True
+            self._used_vertices = used
+        lo, hi = vertex_bounds(vertices, self._used_vertices)
+        extent = float((hi - lo).max())
+        if extent > MAX_MESH_EXTENT:
+            raise ValueError(
+                f"vertex coordinates span {extent:g}, more than float32 can hold ({MAX_MESH_EXTENT:g})")
+        offset = _centring_offset(lo, hi)
+        triangles = aligned_empty(old.triangles.shape, np.float32)
+        nodes = aligned_empty(old.nodes.shape, np.float32)
+        nodes[:] = old.nodes
+        became_zero_area, gained_area = refit_arrays(vertices, offset, self._row_faces, self._dropped_faces,
+                                                     old.nodes, triangles, nodes)
+        if became_zero_area or gained_area:
+            raise ValueError(
+                f"refit cannot change which faces are zero-area ({became_zero_area} faces of the tree would "
+                f"become zero-area, {gained_area} zero-area faces would gain area): build the mesh anew")
+        if self._built_wide_cost is None:
+            self._built_wide_cost = self._wide_cost(old.nodes)
+        for array in (nodes, triangles, offset):
+            array.setflags(write=False)
+        # The merge length is taken from the float64 vertex box rather than the
+        # float32 triangles' (as at build): a tolerance, it need not be exact,
+        # and a pass over every corner would cost a tenth of the refit.
+        self._arrays = _Arrays(nodes, nodes.view(np.int32), triangles, old.face_index, offset,
+                               _merge_length(triangles, lo, hi))
+        built = self._built_wide_cost
+        self.refit_cost_ratio = self._wide_cost(nodes) / built if built > 0.0 else 1.0
+
+    def _wide_cost(self, nodes: np.ndarray) -> float:
+        return wide_sah_cost(nodes, nodes.view(np.int32), self.config.traversal_cost, self.config.intersection_cost)
 
     # ---------------------------------------------------------------- queries
     def intersect(self, origins, directions, tmin=0.0, tmax=np.inf, cull_backfaces=False) -> Hits:
@@ -131,13 +264,14 @@ class MeshBVH:
         origins, directions = check_rays(origins, directions)
         tmin, tmax = check_window(tmin, tmax)
         n = origins.shape[0]
-        if self.triangle_count == 0:
+        arrays = self._arrays
+        if arrays.triangles.shape[0] == 0:
             return _misses(n)
         triangle, t, u, v, point, normal, rows, front_face = _carve(
             n, [(np.int64, 1), (np.float64, 1), (np.float64, 1), (np.float64, 1), (np.float64, 3),
                 (np.float64, 3), (np.int32, 1), (np.bool_, 1)])
         kernel = kernels.closest_hits_serial if n <= SERIAL_BATCH else kernels.closest_hits_parallel
-        kernel(self.nodes, self._links, self.triangles, self.face_index, self.offset, origins, directions,
+        kernel(arrays.nodes, arrays.links, arrays.triangles, arrays.face_index, arrays.offset, origins, directions,
                tmin, min(tmax, FAR), bool(cull_backfaces), rows, triangle, t, u, v, point, normal, front_face)
         return Hits(triangle, t, u, v, point, normal, front_face)
 
@@ -152,10 +286,11 @@ class MeshBVH:
         tmin, tmax = check_window(tmin, tmax)
         n = origins.shape[0]
         occluded = np.zeros(n, np.bool_)
-        if self.triangle_count == 0:
+        arrays = self._arrays
+        if arrays.triangles.shape[0] == 0:
             return occluded
         kernel = kernels.occluded_serial if n <= SERIAL_BATCH else kernels.occluded_parallel
-        kernel(self.nodes, self._links, self.triangles, self.offset, origins, directions, tmin,
+        kernel(arrays.nodes, arrays.links, arrays.triangles, arrays.offset, origins, directions, tmin,
                min(tmax, FAR), occluded)
         return occluded
 
@@ -173,13 +308,14 @@ class MeshBVH:
         origins, directions = check_rays(origins, directions)
         tmin, tmax = check_window(tmin, tmax)
         n = origins.shape[0]
-        if self.triangle_count == 0:
+        arrays = self._arrays
+        if arrays.triangles.shape[0] == 0:
             empty = np.empty(0)
             return AllHits(empty.astype(np.int64), empty, empty.astype(np.int64), empty, empty, np.empty((0, 3)),
                            np.empty((0, 3)), np.zeros(0, np.bool_))
         tmax = min(tmax, FAR)
         counts = np.empty(n, np.int64)
-        kernels.count_hits_parallel(self.nodes, self._links, self.triangles, self.offset, origins, directions,
+        kernels.count_hits_parallel(arrays.nodes, arrays.links, arrays.triangles, arrays.offset, origins, directions,
                                     tmin, tmax, counts)
         starts = np.zeros(n, np.int64)
         np.cumsum(counts[:-1], out=starts[1:])
@@ -190,8 +326,9 @@ class MeshBVH:
         v = np.empty(total, np.float64)
         keep = np.empty(total, np.bool_)
         cursor = np.empty(n, np.int64)
-        kernels.collect_hits_parallel(self.nodes, self._links, self.triangles, self.offset, origins, directions,
-                                      tmin, tmax, starts, cursor, rows, t, u, v, keep, self._merge_length)
+        kernels.collect_hits_parallel(arrays.nodes, arrays.links, arrays.triangles, arrays.offset, origins,
+                                      directions, tmin, tmax, starts, cursor, rows, t, u, v, keep,
+                                      arrays.merge_length)
         ray = np.repeat(np.arange(n, dtype=np.int64), counts)[keep]
         rows = rows[keep]
         t = t[keep]
@@ -201,9 +338,9 @@ class MeshBVH:
         # kernel computes them, so a ray's first crossing matches intersect.
         ray_directions = directions[ray]
         point = origins[ray] + t[:, None] * ray_directions
-        raw_normal = face_normals(self.triangles[rows])
+        raw_normal = face_normals(arrays.triangles[rows])
         front_face = dot_rows(ray_directions, raw_normal) < 0.0
-        return AllHits(ray, t, self.face_index[rows].astype(np.int64), u, v, point, unit_rows(raw_normal),
+        return AllHits(ray, t, arrays.face_index[rows].astype(np.int64), u, v, point, unit_rows(raw_normal),
                        front_face)
 
 
@@ -268,15 +405,28 @@ def build(vertices, faces, *, builder: Builder | None = None, **options) -> Mesh
         empty_nodes = aligned_empty((1, ROW), np.float32)
         empty_nodes[:] = 0.0
         return MeshBVH(empty_nodes, np.empty((0, 9), np.float32), np.empty(0, np.int32), data.offset, 0,
-                       faces.shape[0], config, 0.0)
+                       faces.shape[0], config, 0.0, _vertex_index_rows(faces[:0]), _vertex_index_rows(faces),
+                       vertices.shape[0])
     tree = (builder or binned_sah_build)(data.boxes, data.centroids, config)
     if tree.depth >= MAX_DEPTH:
         raise ValueError(f"the builder made a tree of depth {tree.depth}; traversal supports < {MAX_DEPTH}")
     triangles = aligned_empty(data.vertices.shape, np.float32)
     triangles[:] = data.vertices[tree.order]
     binary = pack_nodes(tree)
-    return MeshBVH(collapse_to_wide(binary), triangles, np.ascontiguousarray(data.face_index[tree.order]),
-                   data.offset, tree.depth, faces.shape[0], config, _sah_cost(binary, config))
+    face_index = np.ascontiguousarray(data.face_index[tree.order])
+    dropped = np.ones(faces.shape[0], bool)
+    dropped[face_index] = False
+    return MeshBVH(collapse_to_wide(binary), triangles, face_index, data.offset, tree.depth, faces.shape[0], config,
+                   _sah_cost(binary, config), _vertex_index_rows(faces[face_index]),
+                   _vertex_index_rows(faces[dropped]), vertices.shape[0])
+
+
+def _vertex_index_rows(faces: np.ndarray) -> np.ndarray:
+    """``faces`` as C-contiguous int32 (what :meth:`MeshBVH.refit` gathers
+    vertices by, 12 bytes a face), int64 for meshes too large for int32."""
+    if faces.shape[0] and int(faces.max()) >= 2 ** 31:
+        return np.ascontiguousarray(faces)
+    return np.ascontiguousarray(faces, dtype=np.int32)
 
 
 def _sah_cost(nodes: np.ndarray, config: BuildConfig) -> float:
