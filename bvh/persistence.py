@@ -31,6 +31,7 @@ import json
 import math
 import os
 import re
+import threading
 import uuid
 import zlib
 from contextlib import contextmanager
@@ -485,6 +486,14 @@ def _check_entry(directory: Path, name, entry) -> np.dtype:
     return dtype
 
 
+#: numpy parses a .npy header with ``ast.literal_eval``, and CPython 3.11 (seen
+#: here on 3.11.7) can raise a spurious SystemError ("AST constructor recursion
+#: depth mismatch", python/cpython#106905) when two threads build ASTs at once: a
+#: scene opened on one worker thread while another opens a second one would
+#: read as damaged. Loading one header at a time costs microseconds.
+_HEADER_PARSING = threading.Lock()
+
+
 def _read_from(directory: Path, raw: bytes, verify: bool) -> tuple[dict, dict, dict]:
     manifest = _parse_manifest(directory, raw)
     arrays = {}
@@ -513,12 +522,13 @@ def _map_array(directory: Path, name: str, entry: dict, dtype: np.dtype, verify:
         raise _damaged(directory, f"{described} is {size} bytes, manifest says {entry['bytes']}")
     shape = tuple(entry["shape"])
     try:
-        if math.prod(shape) > 0:
-            array = np.load(path, mmap_mode="r", allow_pickle=False)
-        else:
-            # mmap cannot map zero bytes; an empty array costs nothing to read.
-            array = np.load(path, allow_pickle=False)
-            array.setflags(write=False)
+        with _HEADER_PARSING:
+            if math.prod(shape) > 0:
+                array = np.load(path, mmap_mode="r", allow_pickle=False)
+            else:
+                # mmap cannot map zero bytes; an empty array costs nothing to read.
+                array = np.load(path, allow_pickle=False)
+                array.setflags(write=False)
     except Exception as error:
         # np.load reports a malformed header or body with many exception
         # types (ValueError, OSError, EOFError, SyntaxError...); all of them
