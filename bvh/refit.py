@@ -20,6 +20,7 @@ import numpy as np
 from numba import prange
 
 from ._jit import jit, jit_inline, jit_parallel
+from .triangles import is_zero_area
 from .validation import real_array
 from .wide_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, WIDTH
 
@@ -29,19 +30,6 @@ BOX_PADDING_ULPS = 2
 #: int32 bit patterns of float32 -0.0 and of minus the smallest subnormal.
 NEGATIVE_ZERO = np.int32(-2 ** 31)
 NEGATIVE_SMALLEST = np.int32(-2 ** 31 + 1)
-
-
-@jit_inline
-def _is_zero_area(corners, row):
-    """Whether the exact float64 cross product of a row's float32 edges is the
-    zero vector (the test ``bvh.triangles.prepare_triangles`` drops faces by)."""
-    e1x = np.float64(corners[row, 3]) - np.float64(corners[row, 0])
-    e1y = np.float64(corners[row, 4]) - np.float64(corners[row, 1])
-    e1z = np.float64(corners[row, 5]) - np.float64(corners[row, 2])
-    e2x = np.float64(corners[row, 6]) - np.float64(corners[row, 0])
-    e2y = np.float64(corners[row, 7]) - np.float64(corners[row, 1])
-    e2z = np.float64(corners[row, 8]) - np.float64(corners[row, 2])
-    return e1y * e2z - e1z * e2y == 0.0 and e1z * e2x - e1x * e2z == 0.0 and e1x * e2y - e1y * e2x == 0.0
 
 
 @jit_inline
@@ -116,7 +104,7 @@ def _refit(vertices, offset, row_faces, dropped_faces, nodes, links, triangles, 
                 vertex = dropped_faces[face, corner]
                 for axis in range(3):
                     dropped_corners[face, 3 * corner + axis] = np.float32(vertices[vertex, axis] - offset[axis])
-            if not _is_zero_area(dropped_corners, face):
+            if not is_zero_area(dropped_corners, face):
                 gained_area += 1
 
     # Leaf slots: each triangle row belongs to one, so the rows are rounded
@@ -141,7 +129,7 @@ def _refit(vertices, offset, row_faces, dropped_faces, nodes, links, triangles, 
                     triangles[row, 3 * corner + 2] = z
                     lo_x, lo_y, lo_z = min(lo_x, x), min(lo_y, y), min(lo_z, z)
                     hi_x, hi_y, hi_z = max(hi_x, x), max(hi_y, y), max(hi_z, z)
-                if _is_zero_area(triangles, row):
+                if is_zero_area(triangles, row):
                     became_zero_area += 1
             refitted[node, MIN_X + slot] = lo_x
             refitted[node, MIN_X + 4 + slot] = lo_y

@@ -4,7 +4,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_inline
 
 
 class TriangleData(NamedTuple):
@@ -72,6 +72,20 @@ def used_bounds(vertices, faces):
     return lo, hi
 
 
+@jit_inline
+def is_zero_area(corners, row):
+    """Whether the cross product of a row's float32 edges, computed exactly in
+    float64 (differences of float32 values are exact there), is the zero
+    vector: such a face is never hit, so the tree leaves it out."""
+    e1x = np.float64(corners[row, 3]) - np.float64(corners[row, 0])
+    e1y = np.float64(corners[row, 4]) - np.float64(corners[row, 1])
+    e1z = np.float64(corners[row, 5]) - np.float64(corners[row, 2])
+    e2x = np.float64(corners[row, 6]) - np.float64(corners[row, 0])
+    e2y = np.float64(corners[row, 7]) - np.float64(corners[row, 1])
+    e2z = np.float64(corners[row, 8]) - np.float64(corners[row, 2])
+    return e1y * e2z - e1z * e2y == 0.0 and e1z * e2x - e1x * e2z == 0.0 and e1x * e2y - e1y * e2x == 0.0
+
+
 @jit
 def _corner_rows(local, faces):
     """``(corners, kept)``: each face's float32 corners as a row of 9, and the
@@ -85,13 +99,7 @@ def _corner_rows(local, faces):
             row = faces[f, corner]
             for axis in range(3):
                 corners[f, 3 * corner + axis] = local[row, axis]
-        e1x = np.float64(corners[f, 3]) - np.float64(corners[f, 0])
-        e1y = np.float64(corners[f, 4]) - np.float64(corners[f, 1])
-        e1z = np.float64(corners[f, 5]) - np.float64(corners[f, 2])
-        e2x = np.float64(corners[f, 6]) - np.float64(corners[f, 0])
-        e2y = np.float64(corners[f, 7]) - np.float64(corners[f, 1])
-        e2z = np.float64(corners[f, 8]) - np.float64(corners[f, 2])
-        if e1y * e2z - e1z * e2y != 0.0 or e1z * e2x - e1x * e2z != 0.0 or e1x * e2y - e1y * e2x != 0.0:
+        if not is_zero_area(corners, f):
             kept[count] = f
             count += 1
     return corners, kept[:count]
