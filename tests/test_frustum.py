@@ -221,18 +221,22 @@ def test_corner_crossers_of_a_narrow_frustum():
     assert decided.mean() > 0.99
 
 
-def test_serial_and_parallel_kernels_agree():
-    rng = np.random.default_rng(3)
-    planes = F.check_planes(random_camera_frustum(rng))
-    triangles = random_triangles(rng, 5 * F.BLOCK + 17, 0.0, 4.0, (0.02, 5.0))
+@pytest.mark.parametrize("test, region, seed, reach, sizes", [
+    ("triangles_in_frustum", random_camera_frustum, 3, 4.0, (0.02, 5.0)),
+    ("triangles_within_frustum", random_region, 5, 0.6, (0.02, 0.5)),
+], ids=["meets", "within"])
+def test_serial_and_parallel_kernels_agree(test, region, seed, reach, sizes):
+    rng = np.random.default_rng(seed)
+    planes = F.check_planes(region(rng))
+    triangles = random_triangles(rng, 5 * F.BLOCK + 17, 0.0, reach, sizes)
     vertices = triangles.reshape(-1, 3)
     faces = np.arange(len(vertices)).reshape(-1, 3)
     serial = np.empty(len(faces), bool)
     parallel = np.empty(len(faces), bool)
-    F.triangles_in_frustum_serial(vertices, faces, planes, serial)
-    F.triangles_in_frustum_parallel(vertices, faces, planes, parallel)
+    getattr(F, f"{test}_serial")(vertices, faces, planes, serial)
+    getattr(F, f"{test}_parallel")(vertices, faces, planes, parallel)
     assert (serial == parallel).all()
-    assert (F.triangles_in_frustum(vertices, faces, planes) == serial).all()
+    assert (getattr(F, test)(vertices, faces, planes) == serial).all()
     assert 0 < serial.sum() < len(serial)
 
 
@@ -348,21 +352,6 @@ def test_within_random_camera_frusta_against_reference(seed):
     decided, got, truth = compare_within_with_reference(triangles, planes)
     assert decided.mean() > 0.99
     assert 0 < truth.sum() < len(truth)
-
-
-def test_within_serial_and_parallel_kernels_agree():
-    rng = np.random.default_rng(5)
-    planes = F.check_planes(random_region(rng))
-    triangles = random_triangles(rng, 5 * F.BLOCK + 17, 0.0, 0.6, (0.02, 0.5))
-    vertices = triangles.reshape(-1, 3)
-    faces = np.arange(len(vertices)).reshape(-1, 3)
-    serial = np.empty(len(faces), bool)
-    parallel = np.empty(len(faces), bool)
-    F.triangles_within_frustum_serial(vertices, faces, planes, serial)
-    F.triangles_within_frustum_parallel(vertices, faces, planes, parallel)
-    assert (serial == parallel).all()
-    assert (F.triangles_within_frustum(vertices, faces, planes) == serial).all()
-    assert 0 < serial.sum() < len(serial)
 
 
 def test_all_triangles_within():
