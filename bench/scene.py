@@ -4,7 +4,8 @@
 
 Reports the build time of the scene, the median cost of one ``set_transform``
 followed by a one-ray pick, closest-hit rays/s on one thread and on all of
-them, the ratio to the single mesh's rate (issue 4's bar: >= 0.5), and the
+them, the ratio to the single mesh's rate (issue 14's bars: >= 0.6 for the
+cube layout, >= 0.9 for the floor), and the
 time to open a saved 1.3M-triangle scene. The mesh is the Stanford bunny
 from ../shared/meshes when present, else the sample torus. Each ray set is
 ``random_pick_rays`` aimed at its own target's bounds.
@@ -28,6 +29,10 @@ from .rays_gen import random_pick_rays
 
 
 LAYOUTS = ("cube", "floor")
+
+#: Issue 14's bars: a 1,000-instance scene's closest-hit rate on one thread
+#: over a bare mesh's, per layout.
+RATIO_BARS = {"cube": 0.6, "floor": 0.9}
 
 
 def grid_transforms(count: int, size: float, layout: str = "cube", seed: int = 3) -> np.ndarray:
@@ -148,7 +153,8 @@ def main(argv=None) -> int:
             print(f"{label + ' rays/s':34}{rates[(what, 1)] / 1e6:>12.2f} M{rates[(what, threads)] / 1e6:>12.2f} M")
         ratio = rates[("scene", 1)] / rates[("mesh", 1)]
         print(f"scene hit rate {hit_rate:.1%}, single mesh hit rate {single.intersect(*mesh_rays).hit.mean():.1%}")
-        print(f"scene / single mesh, 1 thread: {ratio:.2f}x   (bar >= 0.5x: {'met' if ratio >= 0.5 else 'NOT met'})")
+        bar = RATIO_BARS[layout]
+        print(f"scene / single mesh, 1 thread: {ratio:.2f}x   (bar >= {bar}x: {'met' if ratio >= bar else 'NOT met'})")
         print(f"set_transform + 1-ray pick, median: {move_ms:.3f} ms   "
               f"(bar <= 5 ms: {'met' if move_ms <= 5 else 'NOT met'})")
         print(f"1-ray pick alone, median: {statistics.median(single_pick) * 1e6:.1f} us")

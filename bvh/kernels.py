@@ -1,6 +1,6 @@
 """Batch query kernels over a mesh BVH: closest hit, any hit, all hits.
 
-Every kernel walks the four-wide tree (:mod:`bvh.wide_traversal`); the
+Every kernel walks the four-wide tree (:mod:`bvh.traversal`); the
 closest-hit kernel walks two rays in turns. Each query has a serial kernel
 (one ray or a few: no thread-pool wake-up) and a parallel one that
 ``prange``s over blocks of ``RAY_BLOCK`` rays, each block
@@ -16,12 +16,12 @@ from numba import prange
 
 from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from .leaf_tests import any_hit_leaf, closest_hit_leaf, collect_hits_leaf, count_hits_leaf, triangle_edges
-from .wide_traversal import make_wide_step, make_wide_traversal, new_stack, ray_setup
+from .traversal import make_step, make_traversal, new_stack, ray_setup
 
-_closest_step = make_wide_step(closest_hit_leaf)
-_any_traversal = make_wide_traversal(any_hit_leaf)
-_count_traversal = make_wide_traversal(count_hits_leaf)
-_collect_traversal = make_wide_traversal(collect_hits_leaf)
+_closest_step = make_step(closest_hit_leaf)
+_any_traversal = make_traversal(any_hit_leaf)
+_count_traversal = make_traversal(count_hits_leaf)
+_collect_traversal = make_traversal(collect_hits_leaf)
 
 
 @jit_inline

@@ -11,12 +11,11 @@ from ._jit import FAR, MAX_DEPTH
 from .builder import binned_sah_build
 from .config import BuildConfig
 from .hits import AllHits, Hits, dot_rows, face_normals, unit_rows
-from .node_layout import COUNT, aligned_empty, pack_nodes
-from .refit import check_refit_vertices, refit_arrays, vertex_bounds, wide_sah_cost
+from .node_layout import CHILD_COUNT, ROW, WIDTH, aligned_empty, collapse_to_wide
+from .refit import check_refit_vertices, refit_tree, wide_sah_cost
 from .tree import Tree
-from .triangles import _centring_offset, prepare_triangles
-from .validation import MAX_MESH_EXTENT, check_mesh, check_rays, check_window
-from .wide_layout import CHILD_COUNT, ROW, WIDTH, collapse_to_wide
+from .triangles import prepare_triangles
+from .validation import check_mesh, check_rays, check_window
 
 #: Batches up to this size run on the calling thread: waking the thread pool
 #: costs more than tracing a few rays.
@@ -65,7 +64,7 @@ class MeshBVH:
     Attributes
     ----------
     nodes : (K, 32) float32
-        128-byte four-wide nodes, see :mod:`bvh.wide_layout`.
+        128-byte four-wide nodes, see :mod:`bvh.node_layout`.
     triangles : (T, 9) float32
         Vertices of the non-degenerate faces in leaf order, relative to ``offset``.
     face_index : (T,) int32
@@ -212,21 +211,8 @@ class MeshBVH:
             used[self._row_faces] = True
             used[self._dropped_faces] = True
             self._used_vertices = used
-        lo, hi = vertex_bounds(vertices, self._used_vertices)
-        extent = float((hi - lo).max())
-        if extent > MAX_MESH_EXTENT:
-            raise ValueError(
-                f"vertex coordinates span {extent:g}, more than float32 can hold ({MAX_MESH_EXTENT:g})")
-        offset = _centring_offset(lo, hi)
-        triangles = aligned_empty(old.triangles.shape, np.float32)
-        nodes = aligned_empty(old.nodes.shape, np.float32)
-        nodes[:] = old.nodes
-        became_zero_area, gained_area = refit_arrays(vertices, offset, self._row_faces, self._dropped_faces,
-                                                     old.nodes, triangles, nodes)
-        if became_zero_area or gained_area:
-            raise ValueError(
-                f"refit cannot change which faces are zero-area ({became_zero_area} faces of the tree would "
-                f"become zero-area, {gained_area} zero-area faces would gain area): build the mesh anew")
+        nodes, triangles, offset, lo, hi = refit_tree(vertices, self._used_vertices, self._row_faces,
+                                                      self._dropped_faces, old.nodes)
         if self._built_wide_cost is None:
             self._built_wide_cost = self._wide_cost(old.nodes)
         for array in (nodes, triangles, offset):
@@ -412,12 +398,11 @@ def build(vertices, faces, *, builder: Builder | None = None, **options) -> Mesh
         raise ValueError(f"the builder made a tree of depth {tree.depth}; traversal supports < {MAX_DEPTH}")
     triangles = aligned_empty(data.vertices.shape, np.float32)
     triangles[:] = data.vertices[tree.order]
-    binary = pack_nodes(tree)
     face_index = np.ascontiguousarray(data.face_index[tree.order])
     dropped = np.ones(faces.shape[0], bool)
     dropped[face_index] = False
-    return MeshBVH(collapse_to_wide(binary), triangles, face_index, data.offset, tree.depth, faces.shape[0], config,
-                   _sah_cost(binary, config), _vertex_index_rows(faces[face_index]),
+    return MeshBVH(collapse_to_wide(tree), triangles, face_index, data.offset, tree.depth, faces.shape[0], config,
+                   tree_sah_cost(tree, config), _vertex_index_rows(faces[face_index]),
                    _vertex_index_rows(faces[dropped]), vertices.shape[0])
 
 
@@ -429,14 +414,10 @@ def _vertex_index_rows(faces: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(faces, dtype=np.int32)
 
 
-def _sah_cost(nodes: np.ndarray, config: BuildConfig) -> float:
-    """SAH cost of packed binary ``nodes`` (see :mod:`bvh.node_layout`; row 1 is a pad)."""
-    rows = np.ones(nodes.shape[0], bool)
-    if rows.shape[0] > 1:
-        rows[1] = False
-    box = nodes[rows, :6].astype(np.float64)
-    extent = box[:, 3:] - box[:, :3]
+def tree_sah_cost(tree: Tree, config: BuildConfig) -> float:
+    """SAH cost of a builder's binary tree, in units of one triangle test: the
+    measure of the builder's work, before collapsing."""
+    extent = tree.bounds[:, 3:] - tree.bounds[:, :3]
     area = 2.0 * (extent[:, 0] * extent[:, 1] + extent[:, 1] * extent[:, 2] + extent[:, 2] * extent[:, 0])
-    counts = nodes.view(np.int32)[rows, COUNT]
-    cost = np.where(counts > 0, config.intersection_cost * counts, config.traversal_cost)
+    cost = np.where(tree.count > 0, config.intersection_cost * tree.count, config.traversal_cost)
     return float((cost * area).sum() / area[0])

@@ -1,11 +1,11 @@
 """Every mesh of a scene in one set of flat arrays, so kernels see plain arrays.
 
-Each mesh's BVH is built on its own (issue 2's builder) and then appended:
-its node rows are rebased so that child and triangle indices point into the
-packed arrays, and its root row is recorded in ``mesh_root``. Node blocks
-keep an even length, so sibling pairs stay on even rows (one cache line).
-The pack only grows: meshes are immutable once added, objects refer to them
-by id, and a saved pack is reused as long as no mesh is added.
+Each mesh's BVH is built on its own (the binned SAH builder, collapsed to
+four-wide nodes) and then appended: its node rows are rebased so that child
+and triangle indices point into the packed arrays, and its root row is
+recorded in ``mesh_root``. Meshes keep their ids; a mesh's vertices can move
+(:func:`replace`, for a refit or a rebuild), which makes a new pack, and a
+saved pack is reused as long as no mesh is added or moved.
 
 Besides the tree, the pack keeps what answers need and the tree does not:
 the vertices and faces as given (snapping, shading normals, texture
@@ -19,22 +19,24 @@ import numpy as np
 from ._jit import MAX_DEPTH
 from .builder import binned_sah_build
 from .config import BuildConfig
-from .node_layout import COUNT, FIRST, aligned_empty, pack_nodes
+from .node_layout import CHILD_COUNT, CHILD_FIRST, EMPTY_MIN, MAX_X, MIN_X, WIDTH, aligned_empty, \
+    collapse_to_wide, rebase
+from .refit import refit_tree, wide_sah_cost
 from .triangles import prepare_triangles
 from .validation import check_mesh, real_array
 
 #: Arrays of a pack, in the order they are saved.
-ARRAY_NAMES = ("nodes", "tris", "face_index", "mesh_root", "mesh_offset", "mesh_scale", "mesh_boxes",
+ARRAY_NAMES = ("nodes", "tris", "face_index", "mesh_root", "mesh_offset", "mesh_scale", "mesh_boxes", "mesh_cost",
                "vertices", "vertex_start", "faces", "face_start", "normals", "has_normals", "uvs", "has_uvs",
                "source_face", "tri_start")
 
 
-#: An instance's world box is the box of its mesh's nodes this many levels
+#: An instance's world box is the box of its mesh's nodes two four-wide levels
 #: down, transformed: for a turned instance it is much tighter than the
 #: transformed root box (fewer rays enter the instance to find nothing), and
 #: 16 boxes of 8 corners are still cheap to move on every ``set_transform``.
-COVER_LEVELS = 4
-COVER_BOXES = 2 ** COVER_LEVELS
+COVER_LEVELS = 2
+COVER_BOXES = WIDTH ** COVER_LEVELS
 
 
 class MeshPack(NamedTuple):
@@ -42,8 +44,8 @@ class MeshPack(NamedTuple):
 
     Attributes
     ----------
-    nodes : (M, 8) float32
-        All meshes' 32-byte nodes (see :mod:`bvh.node_layout`), links rebased.
+    nodes : (M, 32) float32
+        All meshes' four-wide nodes (see :mod:`bvh.node_layout`), links rebased.
     tris : (T, 9) float32
         All meshes' triangles in leaf order, each relative to its mesh's offset.
     face_index : (T,) int32
@@ -55,9 +57,12 @@ class MeshPack(NamedTuple):
     mesh_scale : (K,) float64
         Diagonal of each mesh's box.
     mesh_boxes : (K, COVER_BOXES, 6) float64
-        Boxes covering each mesh (its tree's fourth level), in mesh
+        Boxes covering each mesh (its tree's third level), in mesh
         coordinates: transformed, they bound an instance more tightly than the
         root box.
+    mesh_cost : (K,) float64
+        SAH cost of each mesh's four-wide tree when it was built
+        (``bvh.refit.wide_sah_cost``): a refit's cost is measured against it.
     vertices : (V, 3) float64
         All meshes' vertices as given; mesh ``k`` owns ``vertex_start[k]:vertex_start[k+1]``.
     faces : (F, 3) int32
@@ -79,6 +84,7 @@ class MeshPack(NamedTuple):
     mesh_offset: np.ndarray
     mesh_scale: np.ndarray
     mesh_boxes: np.ndarray
+    mesh_cost: np.ndarray
     vertices: np.ndarray
     vertex_start: np.ndarray
     faces: np.ndarray
@@ -108,9 +114,9 @@ class MeshPack(NamedTuple):
 def empty_pack() -> MeshPack:
     zero = np.zeros(1, np.int64)
     return freeze(MeshPack(
-        nodes=np.zeros((0, 8), np.float32), tris=np.zeros((0, 9), np.float32), face_index=np.zeros(0, np.int32),
+        nodes=np.zeros((0, 32), np.float32), tris=np.zeros((0, 9), np.float32), face_index=np.zeros(0, np.int32),
         mesh_root=np.zeros(0, np.int32), mesh_offset=np.zeros((0, 3)), mesh_scale=np.zeros(0),
-        mesh_boxes=np.zeros((0, COVER_BOXES, 6)), vertices=np.zeros((0, 3)), vertex_start=zero,
+        mesh_boxes=np.zeros((0, COVER_BOXES, 6)), mesh_cost=np.zeros(0), vertices=np.zeros((0, 3)), vertex_start=zero,
         faces=np.zeros((0, 3), np.int32), face_start=zero.copy(), normals=np.zeros((0, 3), np.float32),
         has_normals=np.zeros(0, bool), uvs=np.zeros((0, 2), np.float32), has_uvs=np.zeros(0, bool),
         source_face=np.zeros(0, np.int32), tri_start=zero.copy()))
@@ -131,6 +137,7 @@ class MeshChunk(NamedTuple):
     offset: np.ndarray
     scale: float
     boxes: np.ndarray
+    cost: float
     vertices: np.ndarray
     faces: np.ndarray
     normals: np.ndarray | None
@@ -150,22 +157,28 @@ def _per_vertex(name: str, value, rows: int, width: int) -> np.ndarray | None:
     return array.astype(np.float32)
 
 
-def _cover_boxes(nodes: np.ndarray) -> np.ndarray:
-    """(COVER_BOXES, 6) float64: the boxes of the tree's fourth level (or the
-    nearest level above where the tree is shallower), the first repeated to
-    fill the rows."""
+def cover_boxes(nodes: np.ndarray) -> np.ndarray:
+    """(COVER_BOXES, 6) float64: the boxes of a mesh's four-wide tree (links
+    local to it) ``COVER_LEVELS`` levels down, a leaf above that level
+    standing for itself; the first repeated to fill the rows."""
     links = nodes.view(np.int32)
+    boxes = []
     rows = [0]
-    for _ in range(COVER_LEVELS):
+    for level in range(COVER_LEVELS):
         deeper = []
         for row in rows:
-            if links[row, COUNT] == 0:
-                deeper += [links[row, FIRST], links[row, FIRST] + 1]
-            else:
-                deeper.append(row)
+            for slot in range(WIDTH):
+                if nodes[row, MIN_X + slot] == EMPTY_MIN:
+                    continue
+                child = links[row, CHILD_FIRST + slot]
+                if links[row, CHILD_COUNT + slot] == 0 and level + 1 < COVER_LEVELS:
+                    deeper.append(child)
+                else:
+                    boxes.append(nodes[row, [MIN_X + slot + 4 * axis for axis in range(3)]
+                                       + [MAX_X + slot + 4 * axis for axis in range(3)]])
         rows = deeper
-    boxes = nodes[rows, :6].astype(np.float64)
-    return np.concatenate([boxes, np.repeat(boxes[:1], COVER_BOXES - len(rows), axis=0)])
+    boxes = np.array(boxes, np.float64)
+    return np.concatenate([boxes, np.repeat(boxes[:1], COVER_BOXES - len(boxes), axis=0)])
 
 
 def build_chunk(vertices, faces, normals=None, uvs=None, source_face=None, config: BuildConfig | None = None):
@@ -195,14 +208,12 @@ def build_chunk(vertices, faces, normals=None, uvs=None, source_face=None, confi
     tree = binned_sah_build(data.boxes, data.centroids, config)
     if tree.depth >= MAX_DEPTH:
         raise ValueError(f"the builder made a tree of depth {tree.depth}; traversal supports < {MAX_DEPTH}")
-    nodes = pack_nodes(tree)
-    if nodes.shape[0] % 2:
-        nodes = np.concatenate([nodes, np.zeros((1, 8), np.float32)])
-    boxes = _cover_boxes(nodes)
+    nodes = collapse_to_wide(tree)
+    boxes = cover_boxes(nodes)
     scale = float(np.linalg.norm(boxes[:, 3:].max(axis=0) - boxes[:, :3].min(axis=0)))
     return MeshChunk(nodes=nodes, tris=np.ascontiguousarray(data.vertices[tree.order]),
                      face_index=np.ascontiguousarray(data.face_index[tree.order]), offset=data.offset, scale=scale,
-                     boxes=boxes, vertices=vertices, faces=faces.astype(np.int32), normals=normals, uvs=uvs,
+                     boxes=boxes, cost=wide_cost(nodes, config), vertices=vertices, faces=faces.astype(np.int32), normals=normals, uvs=uvs,
                      source_face=source_face)
 
 
@@ -216,6 +227,11 @@ def _aligned_concat(arrays: list[np.ndarray]) -> np.ndarray:
     return out
 
 
+def wide_cost(nodes: np.ndarray, config: BuildConfig) -> float:
+    """SAH cost of a mesh's four-wide nodes under ``config``'s constants."""
+    return wide_sah_cost(nodes, nodes.view(np.int32), config.traversal_cost, config.intersection_cost)
+
+
 def append(pack: MeshPack, chunks: list[MeshChunk]) -> MeshPack:
     """A new pack holding ``pack``'s meshes followed by ``chunks`` (ids continue)."""
     if not chunks:
@@ -226,15 +242,9 @@ def append(pack: MeshPack, chunks: list[MeshChunk]) -> MeshPack:
     tri_base = pack.tris.shape[0]
     tri_start = list(pack.tri_start)
     for chunk in chunks:
-        nodes = chunk.nodes.copy()
-        links = nodes.view(np.int32)
-        # Inner nodes point at node rows, leaves at triangle rows; the pad
-        # rows (count 0, first 0) are never visited and may point anywhere.
-        inner = links[:, COUNT] == 0
-        links[:, FIRST] += np.where(inner, node_base, tri_base).astype(np.int32)
-        node_parts.append(nodes)
+        node_parts.append(rebase(chunk.nodes, node_base, tri_base))
         roots.append(np.array([node_base], np.int32))
-        node_base += nodes.shape[0]
+        node_base += chunk.nodes.shape[0]
         tri_base += chunk.tris.shape[0]
         tri_start.append(tri_base)
 
@@ -254,6 +264,7 @@ def append(pack: MeshPack, chunks: list[MeshChunk]) -> MeshPack:
         mesh_offset=np.concatenate([pack.mesh_offset, np.stack(stacked("offset"))]),
         mesh_scale=np.concatenate([pack.mesh_scale, np.array(stacked("scale"))]),
         mesh_boxes=np.concatenate([pack.mesh_boxes, np.stack(stacked("boxes"))]),
+        mesh_cost=np.concatenate([pack.mesh_cost, np.array(stacked("cost"), np.float64)]),
         vertices=np.concatenate([pack.vertices] + stacked("vertices")),
         vertex_start=np.concatenate([pack.vertex_start, pack.vertex_start[-1] + np.cumsum(vertex_counts)]),
         faces=np.concatenate([pack.faces] + stacked("faces")),
@@ -264,3 +275,91 @@ def append(pack: MeshPack, chunks: list[MeshChunk]) -> MeshPack:
         has_uvs=np.concatenate([pack.has_uvs, [c.uvs is not None for c in chunks]]).astype(bool),
         source_face=np.concatenate([pack.source_face] + stacked("source_face")),
         tri_start=np.array(tri_start, np.int64)))
+
+
+def mesh_inputs(pack: MeshPack, mesh: int) -> dict:
+    """What :func:`build_chunk` needs to build mesh ``mesh`` of ``pack`` again:
+    ``vertices, faces, normals, uvs, source_face``."""
+    vertex_rows = slice(pack.vertex_start[mesh], pack.vertex_start[mesh + 1])
+    face_rows = slice(pack.face_start[mesh], pack.face_start[mesh + 1])
+    return dict(vertices=np.array(pack.vertices[vertex_rows]), faces=np.array(pack.faces[face_rows]),
+                normals=np.array(pack.normals[vertex_rows]) if pack.has_normals[mesh] else None,
+                uvs=np.array(pack.uvs[vertex_rows]) if pack.has_uvs[mesh] else None,
+                source_face=np.array(pack.source_face[face_rows]))
+
+
+def _node_rows(pack: MeshPack, mesh: int) -> slice:
+    end = pack.mesh_root[mesh + 1] if mesh + 1 < pack.mesh_count else pack.nodes.shape[0]
+    return slice(int(pack.mesh_root[mesh]), int(end))
+
+
+def refit_chunk(pack: MeshPack, mesh: int, vertices: np.ndarray) -> tuple[MeshChunk, float, np.ndarray]:
+    """Mesh ``mesh`` of ``pack`` refitted to new ``vertices`` (see :mod:`bvh.refit`).
+
+    Parameters
+    ----------
+    vertices : (V, 3) float64
+        From ``bvh.refit.check_refit_vertices``, one row per vertex of the mesh.
+
+    Returns
+    -------
+    chunk : MeshChunk
+        The refitted mesh, links local to it, ``cost`` its cost when built.
+    cost : float
+        SAH cost of the refitted tree.
+    box : (2, 3) float64
+        The exact box of the vertices the mesh's faces use.
+
+    Raises
+    ------
+    ValueError
+        As ``bvh.refit.refit_tree``.
+    """
+    inputs = mesh_inputs(pack, mesh)
+    faces = inputs["faces"]
+    tri_rows = slice(int(pack.tri_start[mesh]), int(pack.tri_start[mesh + 1]))
+    face_index = np.array(pack.face_index[tri_rows])
+    dropped = np.ones(faces.shape[0], bool)
+    dropped[face_index] = False
+    used = np.zeros(vertices.shape[0], bool)
+    used[faces] = True
+    nodes = rebase(pack.nodes[_node_rows(pack, mesh)], -int(pack.mesh_root[mesh]), -int(pack.tri_start[mesh]))
+    nodes, triangles, offset, lo, hi = refit_tree(vertices, used, faces[face_index], faces[dropped], nodes)
+    boxes = cover_boxes(nodes)
+    scale = float(np.linalg.norm(boxes[:, 3:].max(axis=0) - boxes[:, :3].min(axis=0)))
+    config = BuildConfig()
+    chunk = MeshChunk(nodes=nodes, tris=triangles, face_index=face_index, offset=offset, scale=scale, boxes=boxes,
+                      cost=float(pack.mesh_cost[mesh]), vertices=vertices, faces=faces, normals=inputs["normals"],
+                      uvs=inputs["uvs"], source_face=inputs["source_face"])
+    return chunk, wide_cost(nodes, config), np.stack([lo, hi])
+
+
+def replace(pack: MeshPack, mesh: int, chunk: MeshChunk) -> MeshPack:
+    """A new pack with mesh ``mesh``'s tree, triangles and vertices those of
+    ``chunk`` (the same vertex and face count: a refit or a rebuild)."""
+    node_rows = _node_rows(pack, mesh)
+    tri_rows = slice(int(pack.tri_start[mesh]), int(pack.tri_start[mesh + 1]))
+    node_shift = chunk.nodes.shape[0] - (node_rows.stop - node_rows.start)
+    tri_shift = chunk.tris.shape[0] - (tri_rows.stop - tri_rows.start)
+    nodes = _aligned_concat([pack.nodes[:node_rows.start],
+                             rebase(chunk.nodes, node_rows.start, tri_rows.start),
+                             rebase(pack.nodes[node_rows.stop:], node_shift, tri_shift)])
+    tris = _aligned_concat([pack.tris[:tri_rows.start], chunk.tris, pack.tris[tri_rows.stop:]])
+    later = np.arange(pack.mesh_count) > mesh
+    vertices = np.array(pack.vertices)
+    vertices[pack.vertex_start[mesh]:pack.vertex_start[mesh + 1]] = chunk.vertices
+
+    def one_row(array, value):
+        copy = np.array(array)
+        copy[mesh] = value
+        return copy
+
+    return freeze(pack._replace(
+        nodes=nodes, tris=tris,
+        face_index=np.concatenate([pack.face_index[:tri_rows.start], chunk.face_index,
+                                   pack.face_index[tri_rows.stop:]]),
+        mesh_root=(pack.mesh_root + np.where(later, node_shift, 0)).astype(np.int32),
+        mesh_offset=one_row(pack.mesh_offset, chunk.offset), mesh_scale=one_row(pack.mesh_scale, chunk.scale),
+        mesh_boxes=one_row(pack.mesh_boxes, chunk.boxes), mesh_cost=one_row(pack.mesh_cost, chunk.cost),
+        vertices=vertices,
+        tri_start=pack.tri_start + np.concatenate([[0], np.where(later, tri_shift, 0)]).astype(np.int64)))

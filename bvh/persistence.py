@@ -36,6 +36,7 @@ import uuid
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -47,7 +48,12 @@ except ImportError:
     fcntl = None
 
 FORMAT = "bvh-scene"
-FORMAT_VERSION = 1
+
+#: Version 2 (issue 14): meshes' trees are saved as four-wide nodes. Version 1
+#: saved binary nodes; it is still read (``OLDEST_VERSION``), and
+#: ``bvh.Scene.open`` rebuilds its trees.
+FORMAT_VERSION = 2
+OLDEST_VERSION = 1
 
 MANIFEST = "manifest.json"
 
@@ -176,24 +182,40 @@ def read_arrays(directory, *, verify: bool = True) -> tuple[dict, dict]:
         format or version, or is damaged in any way; the message names the
         directory and what is wrong.
     """
-    metadata, arrays, _ = read_arrays_and_tokens(directory, verify=verify)
-    return metadata, arrays
+    saved = read_saved(directory, verify=verify)
+    return saved.metadata, saved.arrays
 
 
 def read_arrays_and_tokens(directory, *, verify: bool = True) -> tuple[dict, dict, dict]:
-    """:func:`read_arrays`, plus the tokens the arrays were saved with.
+    """:func:`read_arrays`, plus the tokens the arrays were saved with (see :func:`read_saved`)."""
+    saved = read_saved(directory, verify=verify)
+    return saved.metadata, saved.arrays, saved.tokens
 
-    The tokens come from the same manifest as the arrays, so passing them
+
+class Saved(NamedTuple):
+    """What :func:`read_saved` returns."""
+
+    version: int
+    metadata: dict
+    arrays: dict
+    tokens: dict
+
+
+def read_saved(directory, *, verify: bool = True) -> Saved:
+    """:func:`read_arrays`, plus the format version and the tokens the arrays
+    were saved with.
+
+    The version is between ``OLDEST_VERSION`` and ``FORMAT_VERSION``; what it
+    means for the arrays is the caller's business. The tokens come from the same manifest as the arrays, so passing them
     back to :func:`write_arrays` for the unchanged arrays makes re-saving an
     opened directory into itself cost only what changed.
 
     Returns
     -------
-    metadata : dict
-    arrays : dict[str, numpy.ndarray]
-        As :func:`read_arrays`.
-    tokens : dict[str, str or None]
-        Name to the token recorded for that array.
+    Saved
+        ``version`` (int), ``metadata`` and ``arrays`` as :func:`read_arrays`
+        returns them, ``tokens``: name to the token recorded for that array
+        (str or None).
 
     Raises
     ------
@@ -427,10 +449,10 @@ def _parse_manifest(directory: Path, raw: bytes) -> dict:
             f"scene directory {directory} was saved in format version {version}, "
             f"newer than this library reads (version {FORMAT_VERSION}); upgrade bvh to open it"
         )
-    if version != FORMAT_VERSION or not valid_version:
+    if not valid_version or version < OLDEST_VERSION:
         raise ValueError(
             f"scene directory {directory} has unsupported format version {version!r} "
-            f"(this library reads version {FORMAT_VERSION})"
+            f"(this library reads versions {OLDEST_VERSION} to {FORMAT_VERSION})"
         )
     for key in ("metadata", "arrays"):
         if key not in manifest:
@@ -494,7 +516,7 @@ def _check_entry(directory: Path, name, entry) -> np.dtype:
 _HEADER_PARSING = threading.Lock()
 
 
-def _read_from(directory: Path, raw: bytes, verify: bool) -> tuple[dict, dict, dict]:
+def _read_from(directory: Path, raw: bytes, verify: bool) -> Saved:
     manifest = _parse_manifest(directory, raw)
     arrays = {}
     tokens = {}
@@ -502,7 +524,7 @@ def _read_from(directory: Path, raw: bytes, verify: bool) -> tuple[dict, dict, d
         dtype = _check_entry(directory, name, entry)
         arrays[name] = _map_array(directory, name, entry, dtype, verify)
         tokens[name] = entry["token"]
-    return manifest["metadata"], arrays, tokens
+    return Saved(manifest["version"], manifest["metadata"], arrays, tokens)
 
 
 def _map_array(directory: Path, name: str, entry: dict, dtype: np.dtype, verify: bool) -> np.ndarray:

@@ -20,9 +20,10 @@ import numpy as np
 from numba import prange
 
 from ._jit import jit, jit_inline, jit_parallel
-from .triangles import is_zero_area
-from .validation import real_array
-from .wide_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, WIDTH
+from .node_layout import aligned_empty
+from .triangles import _centring_offset, is_zero_area
+from .validation import MAX_MESH_EXTENT, real_array
+from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, WIDTH
 
 #: ``nextafter`` steps each box face is moved outwards, as in the build.
 BOX_PADDING_ULPS = 2
@@ -162,7 +163,7 @@ def _refit(vertices, offset, row_faces, dropped_faces, nodes, links, triangles, 
 
 @jit
 def wide_sah_cost(nodes, links, traversal_cost, intersection_cost):
-    """SAH cost of a four-wide tree (see :mod:`bvh.wide_layout`), in units of
+    """SAH cost of a four-wide tree (see :mod:`bvh.node_layout`), in units of
     one triangle test: the root's traversal plus, for each child slot, its
     box's surface area relative to the root's times ``traversal_cost`` (an
     inner child) or ``intersection_cost * count`` (a leaf). Unused slots
@@ -260,3 +261,50 @@ def refit_arrays(vertices, offset, row_faces, dropped_faces, nodes, triangles, r
     dropped_corners = np.empty((dropped_faces.shape[0], 9), np.float32)
     return _refit(vertices, offset, row_faces, dropped_faces, nodes, nodes.view(np.int32), triangles,
                   dropped_corners, refitted, refitted.view(np.int32))
+
+
+def refit_tree(vertices: np.ndarray, used: np.ndarray, row_faces: np.ndarray, dropped_faces: np.ndarray,
+               nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A refitted copy of a mesh's tree for new positions of its vertices.
+
+    Parameters
+    ----------
+    vertices : (V, 3) float64
+        From :func:`check_refit_vertices`.
+    used : (V,) bool
+        Whether any face refers to each vertex.
+    row_faces, dropped_faces, nodes
+        As for :func:`refit_arrays`; ``nodes`` with links local to the mesh.
+
+    Returns
+    -------
+    nodes : (K, 32) float32
+        The refitted tree, 64-byte aligned.
+    triangles : (T, 9) float32
+        The triangle rows, relative to ``offset``.
+    offset : (3,) float64
+        The new centring offset (``bvh.triangles``).
+    lo, hi : (3,) float64
+        The box of the used vertices.
+
+    Raises
+    ------
+    ValueError
+        On non-finite coordinates, a span float32 cannot hold, or a change
+        of which faces are zero-area, saying which.
+    """
+    lo, hi = vertex_bounds(vertices, used)
+    extent = float((hi - lo).max())
+    if extent > MAX_MESH_EXTENT:
+        raise ValueError(f"vertex coordinates span {extent:g}, more than float32 can hold ({MAX_MESH_EXTENT:g})")
+    offset = _centring_offset(lo, hi)
+    triangles = aligned_empty((row_faces.shape[0], 9), np.float32)
+    refitted = aligned_empty(nodes.shape, np.float32)
+    refitted[:] = nodes
+    became_zero_area, gained_area = refit_arrays(vertices, offset, row_faces, dropped_faces, nodes, triangles,
+                                                 refitted)
+    if became_zero_area or gained_area:
+        raise ValueError(
+            f"refit cannot change which faces are zero-area ({became_zero_area} faces of the tree would "
+            f"become zero-area, {gained_area} zero-area faces would gain area): build the mesh anew")
+    return refitted, triangles, offset, lo, hi

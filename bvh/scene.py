@@ -14,7 +14,9 @@ serialised by a lock.
 """
 
 import hashlib
+import logging
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,16 +25,29 @@ from pathlib import Path
 import numpy as np
 
 from . import scene_kernels
+from .scene_kernels import SceneArrays
 from ._jit import FAR
 from .builder import binned_sah_build
 from .frustum import (INSIDE, OUTSIDE, all_triangles_within_frustum, any_triangle_in_frustum, boxes_in_frustum,
                       planes_to_object_space, triangles_in_frustum, triangles_within_frustum)
 from .config import BuildConfig
 from .hits import SceneAllHits, SceneHits, Selection, dot_rows, face_normals, unit_rows
-from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, freeze
-from .node_layout import pack_nodes
+from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, freeze, mesh_inputs, refit_chunk, \
+    replace
+from .refit import check_refit_vertices
+from .node_layout import ROW, collapse_to_wide
 from .shapes import BOX, KIND_NAMES, MESH, POLYGON, QUAD, REMOVED, SPHERE, make_shape
 from .validation import MAX_MESH_EXTENT, check_mesh, check_rays, check_window, real_array
+
+_log = logging.getLogger("bvh")
+
+#: A mesh whose refitted tree costs more than this times its cost when built
+#: (SAH, ``bvh.refit.wide_sah_cost``) is rebuilt in the background, the
+#: refitted tree answering until the new one is ready. Refitted trees of
+#: moderate deformations stay near 1.0-1.2 (measured on the bunny:
+#: ``bench.refit``); past about 1.5 the overlap of boxes grown by the motion
+#: costs more per pick than a rebuild costs once.
+REBUILD_RATIO = 1.5
 
 #: Batches up to this size run on the calling thread: waking the thread pool
 #: costs more than tracing a few rays.
@@ -124,24 +139,26 @@ class _Snapshot:
         if finite.size:
             boxes = bounds[finite].reshape(-1, 6)
             tree = binned_sah_build(boxes, (boxes[:, :3] + boxes[:, 3:]) * 0.5, TOP_LEVEL_CONFIG)
-            top_nodes = pack_nodes(tree)
+            top_nodes = collapse_to_wide(tree)
             top_order = finite[tree.order].astype(np.int32)
         else:
-            top_nodes = np.zeros((1, 8), np.float32)
+            top_nodes = np.zeros((1, ROW), np.float32)
             top_order = np.zeros(0, np.int32)
         self.traceable = finite.size > 0
         self.interpolates = bool(pack.has_normals.any() or pack.has_uvs.any())
         _frozen(top_nodes)
         nodes = pack.nodes
-        self.arrays = (top_nodes.reshape(-1), top_nodes.view(np.int32).reshape(-1), _frozen(top_order),
-                       self.enabled, _frozen(kind), _frozen(mesh_of), self.inverse, pack.mesh_root,
-                       nodes.reshape(-1), nodes.view(np.int32).reshape(-1), pack.tris.reshape(-1), pack.face_index,
-                       _frozen(shape_start), _frozen(shape_data), pack.mesh_scale)
+        self.arrays = SceneArrays(
+            top_nodes=top_nodes.reshape(-1), top_links=top_nodes.view(np.int32).reshape(-1),
+            top_order=_frozen(top_order), enabled=self.enabled, kind=_frozen(kind), mesh_of=_frozen(mesh_of),
+            inverse=self.inverse, mesh_root=pack.mesh_root, nodes=nodes.reshape(-1),
+            links=nodes.view(np.int32).reshape(-1), tris=pack.tris.reshape(-1), face_index=pack.face_index,
+            shape_start=_frozen(shape_start), shape_data=_frozen(shape_data), mesh_scale=pack.mesh_scale)
 
-    def with_enabled(self, enabled: np.ndarray) -> tuple:
+    def with_enabled(self, enabled: np.ndarray) -> SceneArrays:
         if enabled is self.enabled:
             return self.arrays
-        return self.arrays[:3] + (enabled,) + self.arrays[4:]
+        return self.arrays._replace(enabled=enabled)
 
 
 def _scene_misses(n: int) -> tuple:
@@ -349,6 +366,16 @@ def _reported_bounds(transform: np.ndarray, box: np.ndarray, cover: np.ndarray) 
     return np.stack([lo, hi]) + 0.0
 
 
+def _rebuilt_trees(arrays: dict) -> dict:
+    """``arrays`` of a format-1 save (binary trees) with the mesh pack built
+    anew from the meshes' vertices and faces, as format 2 holds it."""
+    saved = MeshPack(**{name: np.asarray(arrays[name]) for name in ARRAY_NAMES if name != "mesh_cost"},
+                     mesh_cost=np.zeros(arrays["mesh_root"].shape[0]))
+    chunks = [build_chunk(config=BuildConfig(), **mesh_inputs(saved, mesh)) for mesh in range(saved.mesh_count)]
+    pack = append(empty_pack(), chunks)
+    return {**arrays, **{name: getattr(pack, name) for name in ARRAY_NAMES}}
+
+
 class Scene:
     """Meshes and shapes placed in a world, ready for ray picking.
 
@@ -384,6 +411,11 @@ class Scene:
         self._snap: _Snapshot | None = None
         self._batching = 0
         self._stale = False
+        #: Per mesh: refits so far (a rebuild started before the latest one
+        #: is stale), SAH cost over the cost when built, running rebuilds.
+        self._mesh_moves: dict[int, int] = {}
+        self._mesh_cost_ratio: dict[int, float] = {}
+        self._rebuilds: dict[int, threading.Thread] = {}
 
     # ------------------------------------------------------------- meshes
     def add_mesh(self, vertices, faces, normals=None, uvs=None, name=None, source_face=None, **build_options) -> int:
@@ -455,6 +487,111 @@ class Scene:
                              bounds=self._mesh_box(pack, k).copy(),
                              has_normals=bool(pack.has_normals[k]), has_uvs=bool(pack.has_uvs[k]))
                     for k in range(pack.mesh_count)]
+
+    def update_mesh(self, mesh_id, vertices) -> None:
+        """Move mesh ``mesh_id``'s vertices, keeping its faces: a refit.
+
+        The mesh's tree keeps its topology and its boxes are recomputed
+        bottom-up (:mod:`bvh.refit`); every instance of the mesh follows, and
+        queries on other threads see the old mesh or the new one, never a
+        mix. When the refitted tree's SAH cost passes ``REBUILD_RATIO``
+        times its cost when built, the mesh is built anew on a background
+        thread, the refitted tree answering until the new one replaces it
+        (:meth:`wait_for_rebuilds`). Like any edit, the change is saved by
+        the next :meth:`save`.
+
+        Parameters
+        ----------
+        mesh_id : int
+        vertices : (V, 3) float, finite
+            New positions of all the mesh's vertices, in the same order.
+
+        Raises
+        ------
+        UnknownIdError
+            For a mesh id not in the scene.
+        ValueError
+            On a malformed array, another vertex count, non-finite
+            coordinates, a span float32 cannot hold, or a change of which
+            faces are zero-area (add the new shape as a new mesh), saying
+            which; the mesh is left as it was.
+        """
+        with self._lock:
+            mesh = self._check_mesh_id(mesh_id)
+            pack = self._committed_pack()
+            count = int(pack.vertex_start[mesh + 1] - pack.vertex_start[mesh])
+            vertices = check_refit_vertices(vertices, count)
+            chunk, cost, box = refit_chunk(pack, mesh, vertices)
+            self._install_mesh(mesh, replace(pack, mesh, chunk), box)
+            self._mesh_moves[mesh] = self._mesh_moves.get(mesh, 0) + 1
+            built = float(pack.mesh_cost[mesh])
+            ratio = cost / built if built > 0.0 else 1.0
+            self._mesh_cost_ratio[mesh] = ratio
+            if ratio > REBUILD_RATIO and mesh not in self._rebuilds:
+                rebuild = threading.Thread(target=self._rebuild_mesh, args=(mesh,), name=f"bvh-rebuild-{mesh}",
+                                           daemon=True)
+                self._rebuilds[mesh] = rebuild
+                rebuild.start()
+
+    def mesh_cost_ratio(self, mesh_id) -> float:
+        """SAH cost of mesh ``mesh_id``'s tree over its cost when built: 1.0
+        until a refit (:meth:`update_mesh`), back to 1.0 after a rebuild."""
+        with self._lock:
+            return self._mesh_cost_ratio.get(self._check_mesh_id(mesh_id), 1.0)
+
+    def wait_for_rebuilds(self, timeout: float | None = None) -> bool:
+        """Wait until no mesh is being rebuilt; False if ``timeout`` seconds passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                running = list(self._rebuilds.values())
+            if not running:
+                return True
+            for thread in running:
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                if thread.is_alive():
+                    return False
+
+    def _install_mesh(self, mesh: int, pack: MeshPack, box: np.ndarray) -> None:
+        """Make ``pack``, in which mesh ``mesh`` moved, the scene's; its
+        instances' boxes follow. Call with the lock held."""
+        self._pack = pack
+        self._pack_token = uuid.uuid4().hex
+        self._mesh_extremes[mesh] = box
+        # The arrays as added are no longer this mesh's: adding them again is a new mesh.
+        self._mesh_keys = {key: value for key, value in self._mesh_keys.items() if value != mesh}
+        for oid in np.flatnonzero((self._kind[:self._count] == MESH) & (self._mesh_of[:self._count] == mesh)):
+            self._bounds[oid], self._reported[oid] = self._placed_bounds(pack, mesh, None, self._transform[oid])
+        self._changed()
+
+    def _rebuild_mesh(self, mesh: int) -> None:
+        """Build mesh ``mesh`` anew from its current vertices and install it,
+        unless it moved again meanwhile (then build again from those)."""
+        try:
+            while True:
+                with self._lock:
+                    moves = self._mesh_moves.get(mesh, 0)
+                    inputs = mesh_inputs(self._committed_pack(), mesh)
+                chunk = build_chunk(config=BuildConfig(), **inputs)
+                with self._lock:
+                    if self._mesh_moves.get(mesh, 0) != moves:
+                        if self._mesh_cost_ratio.get(mesh, 1.0) > REBUILD_RATIO:
+                            continue
+                        return
+                    pack = self._committed_pack()
+                    if chunk.face_index.shape[0] != pack.tri_start[mesh + 1] - pack.tri_start[mesh]:
+                        # Refits keep the zero-area faces; a build agrees. Should they ever differ, keep the refit.
+                        return
+                    self._install_mesh(mesh, replace(pack, mesh, chunk), self._mesh_extremes[mesh])
+                    _log.info("mesh %d rebuilt: refits had made its tree %.2f times as costly as built", mesh,
+                              self._mesh_cost_ratio.get(mesh, 1.0))
+                    self._mesh_cost_ratio[mesh] = 1.0
+                    return
+        except Exception:
+            _log.exception("rebuilding mesh %d failed; its refitted tree keeps answering", mesh)
+        finally:
+            with self._lock:
+                self._rebuilds.pop(mesh, None)
 
     def _mesh_arrays(self, mesh_id):
         with self._lock:
@@ -1067,13 +1204,23 @@ class Scene:
         ValueError
             When the directory is missing, damaged, or of another format version.
         """
-        from .persistence import read_arrays
+        from .persistence import FORMAT_VERSION, read_saved
 
-        metadata, arrays = read_arrays(Path(directory), verify=verify)
+        saved = read_saved(Path(directory), verify=verify)
+        arrays = saved.arrays
         try:
-            return cls._from_arrays(metadata, arrays)
+            if saved.version < FORMAT_VERSION:
+                arrays = _rebuilt_trees(arrays)
+                _log.info("scene directory %s was saved in format version %d: its %d meshes' trees were rebuilt "
+                          "(the next save writes version %d)", directory, saved.version,
+                          arrays["mesh_root"].shape[0], FORMAT_VERSION)
+            scene = cls._from_arrays(saved.metadata, arrays)
         except (KeyError, IndexError, TypeError, ValueError) as error:
             raise ValueError(f"scene directory {directory} is damaged: {error}") from None
+        if saved.version < FORMAT_VERSION:
+            # New trees: the next save must write them, not reuse the old files.
+            scene._pack_token = uuid.uuid4().hex
+        return scene
 
     @classmethod
     def _from_arrays(cls, metadata: dict, arrays: dict) -> "Scene":

@@ -1,49 +1,83 @@
-"""Batch query kernels over a two-level scene BVH: closest hit, any hit, all hits.
+"""Batch query kernels over a two-level scene: closest hit, any hit, all hits.
 
-The top level is a BVH over the objects' world boxes, walked by the same
-traversal as a mesh BVH (``make_traversal``) with an *instance* leaf test:
-for each enabled object in the leaf, the ray is taken into object space by
-the object's inverse transform (an affine map keeps the ray parameter ``t``,
-so ``tmin``, ``tmax`` and hits need no conversion) and either walks the
-object's mesh BVH — every mesh's nodes and triangles live in one packed
-array, each mesh under its own root row — or meets its analytic shape.
+Every query walks the scene with :func:`bvh.traversal.make_instance_step`:
+the top level's four-wide tree over the objects' world boxes, and below each
+mesh object its mesh's four-wide tree, on one stack, with the ray in the
+object's space (the mesh's float32 centring offset folded into the object's
+inverse transform). Every mesh's nodes and triangles live in one packed
+array (:mod:`bvh.mesh_pack`), each mesh under its own root row. What differs
+between the queries is only the pair of leaf tests, below.
 
-``scene`` is the tuple of plain arrays that describes a snapshot of the
-scene (see ``Scene._snapshot``):
-
-``(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root,
-nodes, links, tris, face_index, shape_start, shape_data, mesh_scale)``
-
-with the node and triangle arrays flat, ``inverse`` the ``(O, 3, 4)``
-world-to-object maps (the mesh's float32 centring offset folded in) and
-``mesh_scale`` each mesh's diagonal, for merging all-hits at shared edges.
-
-Everything down to the per-block loop is inlined into the ``prange`` kernels
-(``jit_inline``): as out-of-line calls, the block functions ran at 0.62 of a
-single mesh's rate on a one-instance scene; inlined, at 0.97.
+The closest-hit kernel walks two rays in turns, as the mesh kernel does
+(``bvh.kernels._closest_block``). The block functions are compiled out of
+line (``jit``), as the mesh kernels' are: the per-ray loop unpacks the
+scene's arrays once per block, so the call costs nothing measurable, and
+numba's parallel lowering mishandled the two-lane loop inlined into a
+``prange`` body (every ray missed).
 """
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import prange
 
-from ._jit import MAX_DEPTH, RAY_BLOCK, jit, jit_inline, jit_parallel
+from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from .leaf_tests import any_hit_leaf, closest_hit_leaf, collect_hits_leaf, count_hits_leaf, triangle_edges
 from .shapes import MESH, NO_HIT, next_after, shape_hit
-from .traversal import make_traversal
+from .traversal import make_instance_step, new_stack, object_ray, ray_setup
 
-_mesh_closest = make_traversal(closest_hit_leaf)
-_mesh_any = make_traversal(any_hit_leaf)
-_mesh_count = make_traversal(count_hits_leaf)
-_mesh_collect = make_traversal(collect_hits_leaf)
 
-@jit_inline
-def _mesh_closest_hit(nodes, links, tris, root, ox, oy, oz, dx, dy, dz, tmin, tmax, inner_out, stack_node, stack_t):
-    """Closest hit of an object-space ray in the mesh under ``root``, into
-    ``inner_out``'s one-slot arrays (row -1 when none)."""
-    inner_out[0][0] = -1
-    _mesh_closest(nodes, links, tris, root, ox, oy, oz, dx, dy, dz, tmin, tmax, 0, inner_out, stack_node, stack_t)
+class SceneArrays(NamedTuple):
+    """A snapshot of a scene as the kernels take it (``Scene._snapshot``);
+    ``O`` objects, ``K`` meshes, every array read-only and 1-D ones flat.
+
+    Attributes
+    ----------
+    top_nodes, top_links : (R * 32,) float32, int32
+        The top level's four-wide nodes (:mod:`bvh.node_layout`) and their
+        int32 view; a leaf is one row of ``top_order``.
+    top_order : (L,) int32
+        Object of each top-level leaf row.
+    enabled : (O,) bool
+        Whether a query sees each object (mask, filters, pickable, removed).
+    kind : (O,) int32
+        ``bvh.shapes.MESH`` or a shape's code (``REMOVED`` for a hole).
+    mesh_of : (O,) int32
+        Mesh of each mesh object.
+    inverse : (O, 3, 4) float64
+        World-to-object maps, the mesh's centring offset folded in.
+    mesh_root : (K,) int32
+        Node row of each mesh's root in ``nodes``.
+    nodes, links : (M * 32,) float32, int32
+        Every mesh's four-wide nodes, links rebased into the packed arrays.
+    tris : (T * 9,) float32
+        Every mesh's triangles in leaf order, relative to its mesh's offset.
+    face_index : (T,) int32
+        Face, within its mesh, of each packed triangle row.
+    shape_start : (O,) int32
+        Start of each shape's parameters in ``shape_data``.
+    shape_data : (S,) float64
+        Every shape's parameters (:mod:`bvh.shapes`).
+    mesh_scale : (K,) float64
+        Diagonal of each mesh's box, for merging all-hits at shared edges.
+    """
+
+    top_nodes: np.ndarray
+    top_links: np.ndarray
+    top_order: np.ndarray
+    enabled: np.ndarray
+    kind: np.ndarray
+    mesh_of: np.ndarray
+    inverse: np.ndarray
+    mesh_root: np.ndarray
+    nodes: np.ndarray
+    links: np.ndarray
+    tris: np.ndarray
+    face_index: np.ndarray
+    shape_start: np.ndarray
+    shape_data: np.ndarray
+    mesh_scale: np.ndarray
 
 
 #: Hits of one ray on one object closer than this fraction of the mesh's
@@ -51,75 +85,138 @@ def _mesh_closest_hit(nodes, links, tris, root, ox, oy, oz, dx, dy, dz, tmin, tm
 MERGE_FRACTION = 1.0e-9
 
 
-@jit_inline
-def _object_ray(inverse, o, ox, oy, oz, dx, dy, dz):
-    """The ray ``o + t d`` in object ``o``'s space: same ``t``, mapped origin and direction."""
-    lox = inverse[o, 0, 0] * ox + inverse[o, 0, 1] * oy + inverse[o, 0, 2] * oz + inverse[o, 0, 3]
-    loy = inverse[o, 1, 0] * ox + inverse[o, 1, 1] * oy + inverse[o, 1, 2] * oz + inverse[o, 1, 3]
-    loz = inverse[o, 2, 0] * ox + inverse[o, 2, 1] * oy + inverse[o, 2, 2] * oz + inverse[o, 2, 3]
-    ldx = inverse[o, 0, 0] * dx + inverse[o, 0, 1] * dy + inverse[o, 0, 2] * dz
-    ldy = inverse[o, 1, 0] * dx + inverse[o, 1, 1] * dy + inverse[o, 1, 2] * dz
-    ldz = inverse[o, 2, 0] * dx + inverse[o, 2, 1] * dy + inverse[o, 2, 2] * dz
-    return lox, loy, loz, ldx, ldy, ldz
-
-
-# ------------------------------------------------------------------ closest
+# ------------------------------------------------------------------ leaf tests
+#
+# ``out`` of the closest-hit tests: ``((rows, ts, us, vs, cull), objects, normals)``,
+# per-ray arrays; ``rows`` a packed triangle row, or -1 for a shape hit,
+# whose object-space normal goes to ``normals``.
 
 
 @jit_inline
-def _closest_instance_leaf(order, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
-    """Instance leaf test keeping the nearest hit over the leaf's objects.
+def _closest_mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+    triangle_out, objects, normals = out
+    rows, ts = triangle_out[0], triangle_out[1]
+    row, t = rows[ray], ts[ray]
+    tmax, stop = closest_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, triangle_out)
+    # Two instances of one mesh share its rows: a new hit changes t or row.
+    if rows[ray] != row or ts[ray] != t:
+        objects[ray] = obj
+    return tmax, stop
 
-    ``out = (scene, inner, hits)``: ``inner`` is the scratch of the nested
-    mesh walk ``((rows, ts, us, vs, cull), stack_node, stack_t)``, one slot
-    each, built once per block (building a tuple of arrays costs reference
-    counting); ``hits = (object, row, t, u, v, local_normal)`` per ray,
-    ``row`` a packed triangle row or -1 for a shape.
-    """
-    scene, inner, hits = out
-    enabled = scene[3]
-    kind = scene[4]
-    mesh_of = scene[5]
-    inverse = scene[6]
-    mesh_root = scene[7]
-    nodes = scene[8]
-    links = scene[9]
-    tris = scene[10]
-    shape_start = scene[12]
-    shape_data = scene[13]
-    inner_out, stack_node, stack_t = inner
-    rows, ts, us, vs, cull = inner_out
-    hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal = hits
-    for j in range(first, first + count):
-        o = order[j]
-        if not enabled[o]:
-            continue
-        lox, loy, loz, ldx, ldy, ldz = _object_ray(inverse, o, ox, oy, oz, dx, dy, dz)
-        if kind[o] == MESH:
-            _mesh_closest_hit(nodes, links, tris, mesh_root[mesh_of[o]], lox, loy, loz, ldx, ldy, ldz, tmin, tmax,
-                              inner_out, stack_node, stack_t)
-            if rows[0] >= 0:
-                tmax = ts[0]
-                hit_object[ray] = o
-                hit_row[ray] = rows[0]
-                hit_t[ray] = ts[0]
-                hit_u[ray] = us[0]
-                hit_v[ray] = vs[0]
-        else:
-            t, nx, ny, nz = shape_hit(kind[o], shape_data, shape_start[o], lox, loy, loz, ldx, ldy, ldz,
-                                      tmin, tmax, cull)
-            if t != NO_HIT:
-                tmax = t
-                hit_object[ray] = o
-                hit_row[ray] = -1
-                hit_t[ray] = t
-                hit_normal[ray, 0] = nx
-                hit_normal[ray, 1] = ny
-                hit_normal[ray, 2] = nz
+
+@jit_inline
+def _closest_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+    triangle_out, objects, normals = out
+    rows, ts, cull = triangle_out[0], triangle_out[1], triangle_out[4]
+    t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
+    if t != NO_HIT:
+        objects[ray] = obj
+        rows[ray] = -1
+        ts[ray] = t
+        normals[ray, 0] = nx
+        normals[ray, 1] = ny
+        normals[ray, 2] = nz
+        return t, False
     return tmax, False
 
 
-_top_closest = make_traversal(_closest_instance_leaf)
+@jit_inline
+def _any_mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+    return any_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
+
+
+@jit_inline
+def _any_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+    t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+    if t != NO_HIT:
+        out[0][ray] = True
+        return tmax, True
+    return tmax, False
+
+
+@jit_inline
+def _count_mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+    return count_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
+
+
+@jit_inline
+def _count_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+    # A closed shape is crossed at most twice (in and out).
+    counts = out[0]
+    begin = tmin
+    for _ in range(2):
+        t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, begin, tmax, False)
+        if t == NO_HIT:
+            break
+        counts[ray] += 1
+        begin = next_after(t)
+    return tmax, False
+
+
+# ``out`` of the collecting tests: ``((cursor, rows, ts, us, vs), objects)``.
+
+
+@jit_inline
+def _collect_mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+    triangle_out, objects = out
+    cursor = triangle_out[0]
+    before = cursor[ray]
+    collect_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, triangle_out)
+    for slot in range(before, cursor[ray]):
+        objects[slot] = obj
+    return tmax, False
+
+
+@jit_inline
+def _collect_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+    triangle_out, objects = out
+    cursor, rows, ts, us, vs = triangle_out
+    begin = tmin
+    for _ in range(2):
+        t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, begin, tmax, False)
+        if t == NO_HIT:
+            break
+        slot = cursor[ray]
+        rows[slot] = -1
+        ts[slot] = t
+        us[slot] = np.nan
+        vs[slot] = np.nan
+        objects[slot] = obj
+        cursor[ray] = slot + 1
+        begin = next_after(t)
+    return tmax, False
+
+
+_closest_step = make_instance_step(_closest_mesh_leaf, _closest_shape_leaf)
+_any_step = make_instance_step(_any_mesh_leaf, _any_shape_leaf)
+_count_step = make_instance_step(_count_mesh_leaf, _count_shape_leaf)
+_collect_step = make_instance_step(_collect_mesh_leaf, _collect_shape_leaf)
+
+
+def _make_walk(step):
+    """A whole walk of one world ray through the scene, with ``step``."""
+
+    @jit_inline
+    def walk(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
+             shape_start, shape_data, origins, directions, tmin, tmax, ray, out, stack_first, stack_count, stack_t):
+        consts = ray_setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0],
+                           directions[ray, 1], directions[ray, 2])
+        first, count, sp, mark, obj, done = 0, 0, 0, -1, -1, False
+        while not done:
+            consts, first, count, sp, mark, obj, tmax, done = step(
+                top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
+                shape_start, shape_data, origins, directions, consts, tmin, tmax, first, count, sp, mark, obj, ray,
+                out, stack_first, stack_count, stack_t)
+
+    return walk
+
+
+_any_walk = _make_walk(_any_step)
+_count_walk = _make_walk(_count_step)
+_collect_walk = _make_walk(_collect_step)
+
+
+# ------------------------------------------------------------------ closest
 
 
 @jit_inline
@@ -182,21 +279,65 @@ def _finish_closest(i, kind, mesh_of, inverse, tris, face_index, origins, direct
 
 
 @jit_inline
+def _start_ray(origins, directions, ray, hit_object, hit_row, hit_t):
+    """Ray ``ray``'s world slab constants; no hit yet."""
+    hit_object[ray] = -1
+    hit_row[ray] = -1
+    hit_t[ray] = np.inf
+    return ray_setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0], directions[ray, 1],
+                     directions[ray, 2])
+
+
+@jit
 def _closest_block(scene, origins, directions, tmin, tmax, cull, start, end, hit_object, hit_row, hit_t, hit_u,
                    hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face):
-    top_stack_node = np.empty(MAX_DEPTH, np.int32)
-    top_stack_t = np.empty(MAX_DEPTH, np.float64)
-    inner = ((np.empty(1, np.int32), np.empty(1), np.empty(1), np.empty(1), cull),
-             np.empty(MAX_DEPTH, np.int32), np.empty(MAX_DEPTH, np.float64))
-    hits = (hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
-    out = (scene, inner, hits)
-    top_nodes, top_links, top_order = scene[0], scene[1], scene[2]
-    kind, mesh_of, inverse, tris, face_index = scene[4], scene[5], scene[6], scene[10], scene[11]
+    if start >= end:
+        return
+    top_nodes, top_links, top_order, enabled = scene.top_nodes, scene.top_links, scene.top_order, scene.enabled
+    kind, mesh_of, inverse, mesh_root = scene.kind, scene.mesh_of, scene.inverse, scene.mesh_root
+    nodes, links, tris, face_index = scene.nodes, scene.links, scene.tris, scene.face_index
+    shape_start, shape_data = scene.shape_start, scene.shape_data
+    out = ((hit_row, hit_t, hit_u, hit_v, cull), hit_object, hit_normal)
+    # Two rays, a and b, walk the scene in turns, a step each, as in
+    # bvh.kernels._closest_block: the steps of one do not depend on the
+    # other's, so the processor overlaps them. The lanes are written out.
+    first_a, count_a, t_a = new_stack()
+    first_b, count_b, t_b = new_stack()
+    ray_a = start
+    consts_a = _start_ray(origins, directions, ray_a, hit_object, hit_row, hit_t)
+    node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, busy_a = 0, 0, 0, -1, -1, tmax, True
+    ray_b = min(start + 1, end - 1)
+    consts_b = _start_ray(origins, directions, ray_b, hit_object, hit_row, hit_t)
+    node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, busy_b = 0, 0, 0, -1, -1, tmax, start + 1 < end
+    next_ray = start + 2
+    while busy_a or busy_b:
+        if busy_a:
+            consts_a, node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, done = _closest_step(
+                top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
+                shape_start, shape_data, origins, directions, consts_a, tmin, tmax_a, node_a, leaf_a, sp_a, mark_a,
+                obj_a, ray_a, out, first_a, count_a, t_a)
+            if done:
+                if next_ray < end:
+                    ray_a = next_ray
+                    next_ray += 1
+                    consts_a = _start_ray(origins, directions, ray_a, hit_object, hit_row, hit_t)
+                    node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a = 0, 0, 0, -1, -1, tmax
+                else:
+                    busy_a = False
+        if busy_b:
+            consts_b, node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, done = _closest_step(
+                top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
+                shape_start, shape_data, origins, directions, consts_b, tmin, tmax_b, node_b, leaf_b, sp_b, mark_b,
+                obj_b, ray_b, out, first_b, count_b, t_b)
+            if done:
+                if next_ray < end:
+                    ray_b = next_ray
+                    next_ray += 1
+                    consts_b = _start_ray(origins, directions, ray_b, hit_object, hit_row, hit_t)
+                    node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b = 0, 0, 0, -1, -1, tmax
+                else:
+                    busy_b = False
     for i in range(start, end):
-        hit_object[i] = -1
-        _top_closest(top_nodes, top_links, top_order, 0, origins[i, 0], origins[i, 1], origins[i, 2],
-                     directions[i, 0], directions[i, 1], directions[i, 2], tmin, tmax, i, out,
-                     top_stack_node, top_stack_t)
         _finish_closest(i, kind, mesh_of, inverse, tris, face_index, origins, directions, hit_object, hit_row,
                         hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal,
                         front_face)
@@ -227,46 +368,15 @@ def closest_hits_parallel(scene, origins, directions, tmin, tmax, cull, hit_obje
 # ------------------------------------------------------------------ any hit
 
 
-@jit_inline
-def _any_instance_leaf(order, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
-    """Instance leaf test that stops at the first hit. ``out = (scene, inner, occluded)``."""
-    scene, inner, occluded = out
-    enabled = scene[3]
-    kind = scene[4]
-    mesh_of = scene[5]
-    inverse = scene[6]
-    shape_start = scene[12]
-    shape_data = scene[13]
-    stack_node, stack_t = inner
-    for j in range(first, first + count):
-        o = order[j]
-        if not enabled[o]:
-            continue
-        lox, loy, loz, ldx, ldy, ldz = _object_ray(inverse, o, ox, oy, oz, dx, dy, dz)
-        if kind[o] == MESH:
-            _mesh_any(scene[8], scene[9], scene[10], scene[7][mesh_of[o]], lox, loy, loz, ldx, ldy, ldz, tmin,
-                      tmax, ray, (occluded,), stack_node, stack_t)
-        else:
-            t, nx, ny, nz = shape_hit(kind[o], shape_data, shape_start[o], lox, loy, loz, ldx, ldy, ldz,
-                                      tmin, tmax, False)
-            occluded[ray] = t != NO_HIT
-        if occluded[ray]:
-            return tmax, True
-    return tmax, False
-
-
-_top_any = make_traversal(_any_instance_leaf)
-
-
-@jit_inline
+@jit
 def _occluded_block(scene, origins, directions, tmin, tmax, start, end, occluded):
-    top_stack_node = np.empty(MAX_DEPTH, np.int32)
-    top_stack_t = np.empty(MAX_DEPTH, np.float64)
-    out = (scene, (np.empty(MAX_DEPTH, np.int32), np.empty(MAX_DEPTH, np.float64)), occluded)
+    stack_first, stack_count, stack_t = new_stack()
+    out = (occluded,)
     for i in range(start, end):
         occluded[i] = False
-        _top_any(scene[0], scene[1], scene[2], 0, origins[i, 0], origins[i, 1], origins[i, 2], directions[i, 0],
-                 directions[i, 1], directions[i, 2], tmin, tmax, i, out, top_stack_node, top_stack_t)
+        _any_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
+                  scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
+                  scene.shape_data, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
 
 
 @jit
@@ -285,50 +395,15 @@ def occluded_parallel(scene, origins, directions, tmin, tmax, occluded):
 # ------------------------------------------------------------------ all hits
 
 
-@jit_inline
-def _count_instance_leaf(order, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
-    """Instance leaf test counting every crossing. ``out = (scene, inner, counts)``."""
-    scene, inner, counts = out
-    enabled = scene[3]
-    kind = scene[4]
-    mesh_of = scene[5]
-    inverse = scene[6]
-    shape_start = scene[12]
-    shape_data = scene[13]
-    stack_node, stack_t = inner
-    for j in range(first, first + count):
-        o = order[j]
-        if not enabled[o]:
-            continue
-        lox, loy, loz, ldx, ldy, ldz = _object_ray(inverse, o, ox, oy, oz, dx, dy, dz)
-        if kind[o] == MESH:
-            _mesh_count(scene[8], scene[9], scene[10], scene[7][mesh_of[o]], lox, loy, loz, ldx, ldy, ldz, tmin,
-                        tmax, ray, (counts,), stack_node, stack_t)
-        else:
-            # A closed shape is crossed at most twice (in and out).
-            start = tmin
-            for _ in range(2):
-                t, nx, ny, nz = shape_hit(kind[o], shape_data, shape_start[o], lox, loy, loz, ldx, ldy, ldz,
-                                          start, tmax, False)
-                if t == NO_HIT:
-                    break
-                counts[ray] += 1
-                start = next_after(t)
-    return tmax, False
-
-
-_top_count = make_traversal(_count_instance_leaf)
-
-
-@jit_inline
+@jit
 def _count_block(scene, origins, directions, tmin, tmax, start, end, counts):
-    top_stack_node = np.empty(MAX_DEPTH, np.int32)
-    top_stack_t = np.empty(MAX_DEPTH, np.float64)
-    out = (scene, (np.empty(MAX_DEPTH, np.int32), np.empty(MAX_DEPTH, np.float64)), counts)
+    stack_first, stack_count, stack_t = new_stack()
+    out = (counts,)
     for i in range(start, end):
         counts[i] = 0
-        _top_count(scene[0], scene[1], scene[2], 0, origins[i, 0], origins[i, 1], origins[i, 2], directions[i, 0],
-                   directions[i, 1], directions[i, 2], tmin, tmax, i, out, top_stack_node, top_stack_t)
+        _count_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
+                    scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
+                    scene.shape_data, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
 
 
 @jit_parallel
@@ -336,52 +411,6 @@ def count_hits_parallel(scene, origins, directions, tmin, tmax, counts):
     n = origins.shape[0]
     for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
         _count_block(scene, origins, directions, tmin, tmax, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), counts)
-
-
-@jit_inline
-def _collect_instance_leaf(order, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
-    """Instance leaf test appending every crossing to the ray's segment.
-
-    ``out = (scene, inner, (cursor, rows, ts, us, vs, objects))``.
-    """
-    scene, inner, collected = out
-    enabled = scene[3]
-    kind = scene[4]
-    mesh_of = scene[5]
-    inverse = scene[6]
-    shape_start = scene[12]
-    shape_data = scene[13]
-    stack_node, stack_t = inner
-    cursor, rows, ts, us, vs, objects = collected
-    for j in range(first, first + count):
-        o = order[j]
-        if not enabled[o]:
-            continue
-        lox, loy, loz, ldx, ldy, ldz = _object_ray(inverse, o, ox, oy, oz, dx, dy, dz)
-        before = cursor[ray]
-        if kind[o] == MESH:
-            _mesh_collect(scene[8], scene[9], scene[10], scene[7][mesh_of[o]], lox, loy, loz, ldx, ldy, ldz, tmin,
-                          tmax, ray, (cursor, rows, ts, us, vs), stack_node, stack_t)
-        else:
-            start = tmin
-            for _ in range(2):
-                t, nx, ny, nz = shape_hit(kind[o], shape_data, shape_start[o], lox, loy, loz, ldx, ldy, ldz,
-                                          start, tmax, False)
-                if t == NO_HIT:
-                    break
-                slot = cursor[ray]
-                rows[slot] = -1
-                ts[slot] = t
-                us[slot] = np.nan
-                vs[slot] = np.nan
-                cursor[ray] = slot + 1
-                start = next_after(t)
-        for slot in range(before, cursor[ray]):
-            objects[slot] = o
-    return tmax, False
-
-
-_top_collect = make_traversal(_collect_instance_leaf)
 
 
 @jit_inline
@@ -395,22 +424,20 @@ def _share_vertex(tris, j, k):
     return False
 
 
-@jit_inline
+@jit
 def _collect_block(scene, origins, directions, tmin, tmax, start, end, starts, cursor, rows, ts, us, vs, objects,
                    keep):
-    top_stack_node = np.empty(MAX_DEPTH, np.int32)
-    top_stack_t = np.empty(MAX_DEPTH, np.float64)
-    out = (scene, (np.empty(MAX_DEPTH, np.int32), np.empty(MAX_DEPTH, np.float64)),
-           (cursor, rows, ts, us, vs, objects))
-    mesh_of = scene[5]
-    inverse = scene[6]
-    tris = scene[10]
-    mesh_scale = scene[14]
+    stack_first, stack_count, stack_t = new_stack()
+    out = ((cursor, rows, ts, us, vs), objects)
+    mesh_of = scene.mesh_of
+    inverse = scene.inverse
+    tris = scene.tris
+    mesh_scale = scene.mesh_scale
     for i in range(start, end):
         cursor[i] = starts[i]
-        _top_collect(scene[0], scene[1], scene[2], 0, origins[i, 0], origins[i, 1], origins[i, 2],
-                     directions[i, 0], directions[i, 1], directions[i, 2], tmin, tmax, i, out,
-                     top_stack_node, top_stack_t)
+        _collect_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, mesh_of,
+                      inverse, scene.mesh_root, scene.nodes, scene.links, tris, scene.shape_start, scene.shape_data,
+                      origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
         lo = starts[i]
         hi = cursor[i]
         # Insertion sort of this ray's hits by t: segments are short.
@@ -440,8 +467,8 @@ def _collect_block(scene, origins, directions, tmin, tmax, start, end, starts, c
             keep[j] = True
             o = objects[j]
             if kept >= 0 and objects[kept] == o and rows[j] >= 0 and rows[kept] >= 0:
-                lox, loy, loz, ldx, ldy, ldz = _object_ray(inverse, o, 0.0, 0.0, 0.0, directions[i, 0],
-                                                           directions[i, 1], directions[i, 2])
+                lox, loy, loz, ldx, ldy, ldz = object_ray(inverse, o, 0.0, 0.0, 0.0, directions[i, 0],
+                                                          directions[i, 1], directions[i, 2])
                 length = math.sqrt(ldx * ldx + ldy * ldy + ldz * ldz)
                 if ((ts[j] - ts[kept]) * length <= MERGE_FRACTION * mesh_scale[mesh_of[o]]
                         and _share_vertex(tris, rows[j], rows[kept])):

@@ -1,40 +1,27 @@
-"""Packed nodes: 32-byte binary nodes with siblings on a cache line and bounds
-rounded outwards, collapsed into 128-byte four-wide nodes."""
+"""The node layout: a builder's binary tree, bounds rounded outwards,
+collapsed into 128-byte four-wide nodes."""
 
 import numpy as np
 
 import bvh
-from bvh.builder import binned_sah_build
-from bvh.config import BuildConfig
-from bvh.node_layout import COUNT, FIRST, aligned_empty, outward_float32, pack_nodes
-from bvh.triangles import prepare_triangles
-from bvh.validation import check_mesh
-from bvh.wide_layout import CHILD_COUNT, CHILD_FIRST, EMPTY_MIN, WIDTH
+from bvh.node_layout import CHILD_COUNT, CHILD_FIRST, EMPTY_MIN, WIDTH, aligned_empty, outward_float32, rebase
 from tests.meshes import sample_mesh
 
 
-def test_binary_nodes_are_32_bytes_with_siblings_on_one_cache_line():
+def test_rebase_moves_inner_links_by_rows_and_leaves_by_triangles_but_not_unused_slots():
     vertices, faces = sample_mesh("torus.ply")
-    mesh = bvh.build(vertices, faces)
-    data = prepare_triangles(*check_mesh(vertices, faces))
-    tree = binned_sah_build(data.boxes, data.centroids, BuildConfig())
-    nodes = pack_nodes(tree)
-    links = nodes.view(np.int32)
-    assert nodes.dtype == np.float32 and nodes.shape[1] * nodes.itemsize == 32
-    assert nodes.ctypes.data % 64 == 0 and mesh.triangles.ctypes.data % 64 == 0
-    inner = np.flatnonzero(links[:, COUNT] == 0)
-    inner = inner[inner != 1]  # the pad row
-    assert np.all(links[inner, FIRST] % 2 == 0)  # each sibling pair starts a 64-byte line
-    children = np.concatenate([links[inner, FIRST], links[inner, FIRST] + 1])
-    assert np.array_equal(np.sort(children), np.arange(2, len(nodes)))
-    # Each child's box lies inside its parent's; each leaf's box holds its triangles.
-    for parent in inner:
-        for child in (links[parent, FIRST], links[parent, FIRST] + 1):
-            assert np.all(nodes[child, :3] >= nodes[parent, :3]) and np.all(nodes[child, 3:6] <= nodes[parent, 3:6])
-    leaves = np.flatnonzero(links[:, COUNT] > 0)
-    for leaf in leaves:
-        tris = mesh.triangles[links[leaf, FIRST]:links[leaf, FIRST] + links[leaf, COUNT]].reshape(-1, 3)
-        assert np.all(tris > nodes[leaf, :3]) and np.all(tris < nodes[leaf, 3:6])
+    nodes = bvh.build(vertices, faces).nodes
+    moved = rebase(nodes, 1000, 50000)
+    links, moved_links = nodes.view(np.int32), moved.view(np.int32)
+    first, count = links[:, CHILD_FIRST:CHILD_FIRST + WIDTH], links[:, CHILD_COUNT:CHILD_COUNT + WIDTH]
+    moved_first = moved_links[:, CHILD_FIRST:CHILD_FIRST + WIDTH]
+    leaf, inner, unused = count > 0, (count == 0) & (first > 0), (count == 0) & (first == 0)
+    assert leaf.any() and inner.any() and unused.any()
+    assert np.array_equal(moved_first[leaf], first[leaf] + 50000)
+    assert np.array_equal(moved_first[inner], first[inner] + 1000)
+    assert np.all(moved_first[unused] == 0)
+    assert np.array_equal(moved[:, :24], nodes[:, :24]) and moved.ctypes.data % 64 == 0
+    assert np.array_equal(rebase(moved, -1000, -50000), nodes)
 
 
 def test_outward_rounding_never_shrinks_a_box():

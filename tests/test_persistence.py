@@ -93,7 +93,7 @@ def test_arrays_come_back_as_read_only_memory_maps(saved):
 def test_manifest_layout(saved):
     manifest = manifest_of(saved)
     assert manifest["format"] == FORMAT == "bvh-scene"
-    assert manifest["version"] == FORMAT_VERSION == 1
+    assert manifest["version"] == FORMAT_VERSION == 2
     assert manifest["metadata"] == METADATA
     entry = manifest["arrays"]["nodes"]
     assert set(entry) == {"file", "dtype", "shape", "bytes", "crc32", "token"}
@@ -424,7 +424,7 @@ def test_wrong_format(saved):
 def test_newer_version(saved):
     rewrite_manifest(saved, lambda manifest: manifest.update(version=FORMAT_VERSION + 1))
     with pytest.raises(ValueError, match=re.escape(
-            f"scene directory {saved} was saved in format version 2, newer than this library reads (version 1)")):
+            f"scene directory {saved} was saved in format version 3, newer than this library reads (version 2)")):
         read_arrays(saved)
 
 
@@ -432,7 +432,7 @@ def test_newer_version(saved):
 def test_unsupported_version(saved, version):
     rewrite_manifest(saved, lambda manifest: manifest.update(version=version))
     with pytest.raises(ValueError, match=re.escape(
-            f"scene directory {saved} has unsupported format version {version!r} (this library reads version 1)")):
+            f"scene directory {saved} has unsupported format version {version!r} (this library reads versions 1 to 2)")):
         read_arrays(saved)
 
 

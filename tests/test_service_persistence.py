@@ -1,8 +1,10 @@
 """Persistence: a real ``python -m service`` killed with SIGKILL keeps every answered change;
 damaged scene directories are skipped; several workers on one data directory see each other's changes."""
 
+import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -198,3 +200,22 @@ def test_two_worker_processes_answer_alike(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_a_data_directory_written_before_the_wide_trees_still_opens(make_client, tmp_path, caplog):
+    """tests/data/service_data_v1 was written by the service when scenes were
+    saved in format 1: it opens (the trees rebuilt, with a log line) and
+    answers the pick it answered then."""
+    data_dir = tmp_path / "old-data"
+    shutil.copytree(ROOT / "tests" / "data" / "service_data_v1", data_dir)
+    expected = json.loads((ROOT / "tests" / "data" / "service_data_v1_pick.json").read_text())
+    with caplog.at_level(logging.INFO, logger="bvh"):
+        client = make_client(data_dir=data_dir)
+    assert any("format version 1" in record.getMessage() for record in caplog.records)
+    response = client.post(f"/scenes/{expected['scene']}/pick", json={"origin": [0.1, 0.05, 5],
+                                                                      "direction": [0, 0, -1]})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["object"] == expected["pick"]["object"] and answer["triangle"] == expected["pick"]["triangle"]
+    assert answer["t"] == pytest.approx(expected["pick"]["t"], rel=1e-9)
+    assert client.get(f"/scenes/{expected['scene']}").json()["name"] == "saved by format 1"
