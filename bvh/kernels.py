@@ -15,7 +15,8 @@ import numpy as np
 from numba import prange
 
 from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
-from .leaf_tests import any_hit_leaf, closest_hit_leaf, collect_hits_leaf, count_hits_leaf, triangle_edges
+from .leaf_tests import (HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V, any_hit_leaf, closest_hit_leaf, collect_hits_leaf,
+                         count_hits_leaf, triangle_edges)
 from .traversal import make_step, make_traversal, new_stack, ray_setup
 
 _closest_step = make_step(closest_hit_leaf)
@@ -25,43 +26,57 @@ _collect_traversal = make_traversal(collect_hits_leaf)
 
 
 @jit_inline
-def _finish_closest(i, tris, face_index, origins, directions, rows, triangle, t, u, v, point, normal, front_face):
-    """Turn ray ``i``'s hit row (``rows[i]``, -1 for none) and its ``t, u, v`` into
-    the outputs; ``tris`` is the flat ``(T * 9,)`` triangle array."""
-    k = rows[i]
-    if k < 0:
-        triangle[i] = -1
-        t[i] = np.inf
-        u[i] = np.nan
-        v[i] = np.nan
-        for c in range(3):
-            point[i, c] = np.nan
-            normal[i, c] = np.nan
-        front_face[i] = False
-        return
-    triangle[i] = face_index[k]
-    # Clamp the barycentrics EDGE_TOLERANCE may have let slightly outside.
-    ui = min(max(u[i], 0.0), 1.0)
-    vi = min(max(v[i], 0.0), 1.0 - ui)
-    u[i] = ui
-    v[i] = vi
-    for c in range(3):
-        point[i, c] = origins[i, c] + t[i] * directions[i, c]
-    ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, k)
-    nx = e1y * e2z - e1z * e2y
-    ny = e1z * e2x - e1x * e2z
-    nz = e1x * e2y - e1y * e2x
-    inv_len = 1.0 / math.sqrt(nx * nx + ny * ny + nz * nz)
-    normal[i, 0] = nx * inv_len
-    normal[i, 1] = ny * inv_len
-    normal[i, 2] = nz * inv_len
-    front_face[i] = nx * directions[i, 0] + ny * directions[i, 1] + nz * directions[i, 2] < 0.0
+def _keep(hit, i, rows, t, u, v):
+    """Ray ``i``'s hit record into the per-ray arrays."""
+    rows[i] = np.int32(hit[HIT_ROW])
+    t[i] = hit[HIT_T]
+    u[i] = hit[HIT_U]
+    v[i] = hit[HIT_V]
 
 
 @jit_inline
-def _start_ray(origins, directions, offset, i, rows):
-    """Ray ``i``'s slab constants, in the mesh's centred frame; no hit yet."""
-    rows[i] = -1
+def _finish_closest(start, end, tris, face_index, origins, directions, rows, triangle, t, u, v, point, normal,
+                    front_face):
+    """For each ray ``i`` of ``start:end``, turn its hit row (``rows[i]``, -1
+    for none) and its ``t, u, v`` into the outputs; ``tris`` is the flat
+    ``(T * 9,)`` triangle array. The loop is here, not in the caller: numba
+    counts a reference to every array handed to an inlined function, on
+    every call."""
+    for i in range(start, end):
+        k = rows[i]
+        if k < 0:
+            triangle[i] = -1
+            t[i] = np.inf
+            u[i] = np.nan
+            v[i] = np.nan
+            for c in range(3):
+                point[i, c] = np.nan
+                normal[i, c] = np.nan
+            front_face[i] = False
+            continue
+        triangle[i] = face_index[k]
+        # Clamp the barycentrics EDGE_TOLERANCE may have let slightly outside.
+        ui = min(max(u[i], 0.0), 1.0)
+        vi = min(max(v[i], 0.0), 1.0 - ui)
+        u[i] = ui
+        v[i] = vi
+        for c in range(3):
+            point[i, c] = origins[i, c] + t[i] * directions[i, c]
+        ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, k)
+        nx = e1y * e2z - e1z * e2y
+        ny = e1z * e2x - e1x * e2z
+        nz = e1x * e2y - e1y * e2x
+        inv_len = 1.0 / math.sqrt(nx * nx + ny * ny + nz * nz)
+        normal[i, 0] = nx * inv_len
+        normal[i, 1] = ny * inv_len
+        normal[i, 2] = nz * inv_len
+        front_face[i] = nx * directions[i, 0] + ny * directions[i, 1] + nz * directions[i, 2] < 0.0
+
+
+@jit_inline
+def _start_ray(origins, directions, offset, i, hit):
+    """Ray ``i``'s slab constants, in the mesh's centred frame; no hit yet in ``hit``."""
+    hit[HIT_ROW] = -1.0
     return ray_setup(origins[i, 0] - offset[0], origins[i, 1] - offset[1], origins[i, 2] - offset[2],
                      directions[i, 0], directions[i, 1], directions[i, 2])
 
@@ -74,7 +89,10 @@ def _closest_block(nodes, links, tris, face_index, offset, origins, directions, 
     flat_nodes = nodes.reshape(nodes.size)
     flat_links = links.reshape(links.size)
     flat_tris = tris.reshape(tris.size)
-    out = (rows, t, u, v, cull)
+    hit_a = np.empty(HIT_RECORD)
+    hit_b = np.empty(HIT_RECORD)
+    out_a = (hit_a, cull)
+    out_b = (hit_b, cull)
     # Two rays, a and b, walk the tree in turns, a step each. One ray's walk
     # is a chain of dependent loads and comparisons, node after node; the
     # other's step does not depend on it, so the processor overlaps the two
@@ -84,41 +102,43 @@ def _closest_block(nodes, links, tris, face_index, offset, origins, directions, 
     first_a, count_a, t_a = new_stack()
     first_b, count_b, t_b = new_stack()
     ray_a = start
-    consts_a = _start_ray(origins, directions, offset, ray_a, rows)
+    consts_a = _start_ray(origins, directions, offset, ray_a, hit_a)
     node_a, leaf_a, sp_a, tmax_a, busy_a = 0, 0, 0, tmax, True
     ray_b = min(start + 1, end - 1)
-    consts_b = _start_ray(origins, directions, offset, ray_b, rows)
+    consts_b = _start_ray(origins, directions, offset, ray_b, hit_b)
     node_b, leaf_b, sp_b, tmax_b, busy_b = 0, 0, 0, tmax, start + 1 < end
     next_ray = start + 2
     while busy_a or busy_b:
         if busy_a:
             node_a, leaf_a, sp_a, tmax_a, done = _closest_step(flat_nodes, flat_links, flat_tris, consts_a, tmin,
-                                                               tmax_a, node_a, leaf_a, sp_a, ray_a, out, first_a,
+                                                               tmax_a, node_a, leaf_a, sp_a, ray_a, out_a, first_a,
                                                                count_a, t_a)
             if done:
+                _keep(hit_a, ray_a, rows, t, u, v)
                 if next_ray < end:
                     ray_a = next_ray
                     next_ray += 1
-                    consts_a = _start_ray(origins, directions, offset, ray_a, rows)
+                    consts_a = _start_ray(origins, directions, offset, ray_a, hit_a)
                     node_a, leaf_a, sp_a, tmax_a = 0, 0, 0, tmax
                 else:
                     busy_a = False
         if busy_b:
             node_b, leaf_b, sp_b, tmax_b, done = _closest_step(flat_nodes, flat_links, flat_tris, consts_b, tmin,
-                                                               tmax_b, node_b, leaf_b, sp_b, ray_b, out, first_b,
+                                                               tmax_b, node_b, leaf_b, sp_b, ray_b, out_b, first_b,
                                                                count_b, t_b)
             if done:
+                _keep(hit_b, ray_b, rows, t, u, v)
                 if next_ray < end:
                     ray_b = next_ray
                     next_ray += 1
-                    consts_b = _start_ray(origins, directions, offset, ray_b, rows)
+                    consts_b = _start_ray(origins, directions, offset, ray_b, hit_b)
                     node_b, leaf_b, sp_b, tmax_b = 0, 0, 0, tmax
                 else:
                     busy_b = False
     # A second pass: inside the walk's loop the output arrays would crowd
     # the registers the walk needs (measured: 20% of the rate on camera rays).
-    for i in range(start, end):
-        _finish_closest(i, flat_tris, face_index, origins, directions, rows, triangle, t, u, v, point, normal, front_face)
+    _finish_closest(start, end, flat_tris, face_index, origins, directions, rows, triangle, t, u, v, point, normal,
+                    front_face)
 
 
 @jit

@@ -77,18 +77,27 @@ def moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull_backfaces)
     return NO_HIT, 0.0, 0.0, det
 
 
+#: Fields of the hit record a closest-hit walk keeps for its ray (float64;
+#: the row is -1 until a hit); a scene's walk adds the object and a shape's
+#: normal. One small array rather than an array per field: numba counts a
+#: reference to every array a leaf test is handed, on every leaf.
+HIT_T, HIT_U, HIT_V, HIT_ROW, HIT_OBJECT, HIT_NORMAL = 0, 1, 2, 3, 4, 5
+HIT_RECORD = 8
+
+
 @jit_inline
 def closest_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
-    """Keep the nearest hit. ``out = (row, t, u, v, cull_backfaces)``: per-ray arrays and a flag."""
-    rows, ts, us, vs, cull = out
+    """Keep the nearest hit. ``out = (hit, cull_backfaces)``: the ray's hit
+    record (``HIT_T`` .. ``HIT_ROW``) and a flag."""
+    hit, cull = out
     for k in range(first, first + count):
         t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
-        if t != NO_HIT and (t < tmax or rows[ray] < 0):
+        if t != NO_HIT and (t < tmax or hit[HIT_ROW] < 0.0):
             tmax = t
-            rows[ray] = k
-            ts[ray] = t
-            us[ray] = u
-            vs[ray] = v
+            hit[HIT_T] = t
+            hit[HIT_U] = u
+            hit[HIT_V] = v
+            hit[HIT_ROW] = k
     return tmax, False
 
 

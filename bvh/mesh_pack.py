@@ -213,8 +213,8 @@ def build_chunk(vertices, faces, normals=None, uvs=None, source_face=None, confi
     scale = float(np.linalg.norm(boxes[:, 3:].max(axis=0) - boxes[:, :3].min(axis=0)))
     return MeshChunk(nodes=nodes, tris=np.ascontiguousarray(data.vertices[tree.order]),
                      face_index=np.ascontiguousarray(data.face_index[tree.order]), offset=data.offset, scale=scale,
-                     boxes=boxes, cost=wide_cost(nodes, config), vertices=vertices, faces=faces.astype(np.int32), normals=normals, uvs=uvs,
-                     source_face=source_face)
+                     boxes=boxes, cost=wide_cost(nodes, config), vertices=vertices, faces=faces.astype(np.int32),
+                     normals=normals, uvs=uvs, source_face=source_face)
 
 
 def _aligned_concat(arrays: list[np.ndarray]) -> np.ndarray:

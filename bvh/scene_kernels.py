@@ -8,12 +8,10 @@ inverse transform). Every mesh's nodes and triangles live in one packed
 array (:mod:`bvh.mesh_pack`), each mesh under its own root row. What differs
 between the queries is only the pair of leaf tests, below.
 
-The closest-hit kernel walks two rays in turns, as the mesh kernel does
-(``bvh.kernels._closest_block``). The block functions are compiled out of
-line (``jit``), as the mesh kernels' are: the per-ray loop unpacks the
-scene's arrays once per block, so the call costs nothing measurable, and
-numba's parallel lowering mishandled the two-lane loop inlined into a
-``prange`` body (every ray missed).
+The block functions are compiled out of line (``jit``), as the mesh
+kernels' are: the per-ray loop unpacks the scene's arrays once per block, so
+the call costs nothing measurable, and numba's parallel lowering mishandled
+a two-lane loop inlined into a ``prange`` body (every ray missed).
 """
 
 import math
@@ -23,9 +21,10 @@ import numpy as np
 from numba import prange
 
 from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
-from .leaf_tests import any_hit_leaf, closest_hit_leaf, collect_hits_leaf, count_hits_leaf, triangle_edges
+from .leaf_tests import (HIT_NORMAL, HIT_OBJECT, HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V, any_hit_leaf,
+                         closest_hit_leaf, collect_hits_leaf, count_hits_leaf, triangle_edges)
 from .shapes import MESH, NO_HIT, next_after, shape_hit
-from .traversal import make_instance_step, new_stack, object_ray, ray_setup
+from .traversal import make_instance_walk, new_stack, object_ray
 
 
 class SceneArrays(NamedTuple):
@@ -87,35 +86,33 @@ MERGE_FRACTION = 1.0e-9
 
 # ------------------------------------------------------------------ leaf tests
 #
-# ``out`` of the closest-hit tests: ``((rows, ts, us, vs, cull), objects, normals)``,
-# per-ray arrays; ``rows`` a packed triangle row, or -1 for a shape hit,
-# whose object-space normal goes to ``normals``.
+# ``out`` of the closest-hit tests: ``(hit, cull)``, the ray's hit record
+# (``bvh.leaf_tests.HIT_*``: t, u, v, packed triangle row or -1 for a shape,
+# object, a shape's object-space normal) and the culling flag.
 
 
 @jit_inline
 def _closest_mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
-    triangle_out, objects, normals = out
-    rows, ts = triangle_out[0], triangle_out[1]
-    row, t = rows[ray], ts[ray]
-    tmax, stop = closest_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, triangle_out)
+    hit = out[0]
+    row, t = hit[HIT_ROW], hit[HIT_T]
+    tmax, stop = closest_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
     # Two instances of one mesh share its rows: a new hit changes t or row.
-    if rows[ray] != row or ts[ray] != t:
-        objects[ray] = obj
+    if hit[HIT_ROW] != row or hit[HIT_T] != t:
+        hit[HIT_OBJECT] = obj
     return tmax, stop
 
 
 @jit_inline
 def _closest_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
-    triangle_out, objects, normals = out
-    rows, ts, cull = triangle_out[0], triangle_out[1], triangle_out[4]
+    hit, cull = out
     t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
     if t != NO_HIT:
-        objects[ray] = obj
-        rows[ray] = -1
-        ts[ray] = t
-        normals[ray, 0] = nx
-        normals[ray, 1] = ny
-        normals[ray, 2] = nz
+        hit[HIT_T] = t
+        hit[HIT_ROW] = -1.0
+        hit[HIT_OBJECT] = obj
+        hit[HIT_NORMAL] = nx
+        hit[HIT_NORMAL + 1] = ny
+        hit[HIT_NORMAL + 2] = nz
         return t, False
     return tmax, False
 
@@ -187,160 +184,106 @@ def _collect_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, t
     return tmax, False
 
 
-_closest_step = make_instance_step(_closest_mesh_leaf, _closest_shape_leaf)
-_any_step = make_instance_step(_any_mesh_leaf, _any_shape_leaf)
-_count_step = make_instance_step(_count_mesh_leaf, _count_shape_leaf)
-_collect_step = make_instance_step(_collect_mesh_leaf, _collect_shape_leaf)
-
-
-def _make_walk(step):
-    """A whole walk of one world ray through the scene, with ``step``."""
-
-    @jit_inline
-    def walk(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
-             shape_start, shape_data, origins, directions, tmin, tmax, ray, out, stack_first, stack_count, stack_t):
-        consts = ray_setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0],
-                           directions[ray, 1], directions[ray, 2])
-        first, count, sp, mark, obj, done = 0, 0, 0, -1, -1, False
-        while not done:
-            consts, first, count, sp, mark, obj, tmax, done = step(
-                top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
-                shape_start, shape_data, origins, directions, consts, tmin, tmax, first, count, sp, mark, obj, ray,
-                out, stack_first, stack_count, stack_t)
-
-    return walk
-
-
-_any_walk = _make_walk(_any_step)
-_count_walk = _make_walk(_count_step)
-_collect_walk = _make_walk(_collect_step)
+_closest_walk = make_instance_walk(_closest_mesh_leaf, _closest_shape_leaf)
+_any_walk = make_instance_walk(_any_mesh_leaf, _any_shape_leaf)
+_count_walk = make_instance_walk(_count_mesh_leaf, _count_shape_leaf)
+_collect_walk = make_instance_walk(_collect_mesh_leaf, _collect_shape_leaf)
 
 
 # ------------------------------------------------------------------ closest
 
 
 @jit_inline
-def _finish_closest(i, kind, mesh_of, inverse, tris, face_index, origins, directions, hit_object, hit_row, hit_t,
-                    hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face):
-    """Turn ray ``i``'s raw hit into world-space outputs (NaN, -1, inf on a miss).
+def _finish_closest(start, end, kind, mesh_of, inverse, tris, face_index, origins, directions, hit_object, hit_row,
+                    hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal,
+                    front_face):
+    """For each ray ``i`` of ``start:end``, turn its raw hit into world-space outputs (NaN, -1, inf on a miss).
 
-    Takes the scene's arrays one by one, unpacked once per block: taking an
-    array out of a tuple costs an atomic reference count increment and
-    decrement, which per ray came to a fifth of the time of a pick.
+    Takes the scene's arrays one by one, unpacked once per block, and loops
+    over the rays itself: numba counts a reference to every array handed to
+    an inlined function, on every call (measured: 20 atomic increments and
+    decrements per ray, called once per ray).
     """
-    o = hit_object[i]
-    if o < 0:
-        out_object[i] = -1
-        out_mesh[i] = -1
-        out_triangle[i] = -1
-        t[i] = np.inf
-        u[i] = np.nan
-        v[i] = np.nan
+    for i in range(start, end):
+        o = hit_object[i]
+        if o < 0:
+            out_object[i] = -1
+            out_mesh[i] = -1
+            out_triangle[i] = -1
+            t[i] = np.inf
+            u[i] = np.nan
+            v[i] = np.nan
+            for c in range(3):
+                point[i, c] = np.nan
+                normal[i, c] = np.nan
+            front_face[i] = False
+            continue
+        out_object[i] = o
+        t[i] = hit_t[i]
+        row = hit_row[i]
+        if kind[o] == MESH:
+            out_mesh[i] = mesh_of[o]
+            out_triangle[i] = face_index[row]
+            # Clamp the barycentrics EDGE_TOLERANCE may have let slightly outside.
+            ui = min(max(hit_u[i], 0.0), 1.0)
+            u[i] = ui
+            v[i] = min(max(hit_v[i], 0.0), 1.0 - ui)
+            ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, row)
+            nx = e1y * e2z - e1z * e2y
+            ny = e1z * e2x - e1x * e2z
+            nz = e1x * e2y - e1y * e2x
+        else:
+            out_mesh[i] = -1
+            out_triangle[i] = -1
+            u[i] = np.nan
+            v[i] = np.nan
+            nx = hit_normal[i, 0]
+            ny = hit_normal[i, 1]
+            nz = hit_normal[i, 2]
+        # Normals map by the inverse transpose: the transpose of the linear part
+        # of the world-to-object map. It keeps "outward" outward under mirroring,
+        # and keeps the sign of direction . normal, so front faces stay front.
+        wx = inverse[o, 0, 0] * nx + inverse[o, 1, 0] * ny + inverse[o, 2, 0] * nz
+        wy = inverse[o, 0, 1] * nx + inverse[o, 1, 1] * ny + inverse[o, 2, 1] * nz
+        wz = inverse[o, 0, 2] * nx + inverse[o, 1, 2] * ny + inverse[o, 2, 2] * nz
+        inv_len = 1.0 / math.sqrt(wx * wx + wy * wy + wz * wz)
+        normal[i, 0] = wx * inv_len
+        normal[i, 1] = wy * inv_len
+        normal[i, 2] = wz * inv_len
         for c in range(3):
-            point[i, c] = np.nan
-            normal[i, c] = np.nan
-        front_face[i] = False
-        return
-    out_object[i] = o
-    t[i] = hit_t[i]
-    row = hit_row[i]
-    if kind[o] == MESH:
-        out_mesh[i] = mesh_of[o]
-        out_triangle[i] = face_index[row]
-        # Clamp the barycentrics EDGE_TOLERANCE may have let slightly outside.
-        ui = min(max(hit_u[i], 0.0), 1.0)
-        u[i] = ui
-        v[i] = min(max(hit_v[i], 0.0), 1.0 - ui)
-        ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, row)
-        nx = e1y * e2z - e1z * e2y
-        ny = e1z * e2x - e1x * e2z
-        nz = e1x * e2y - e1y * e2x
-    else:
-        out_mesh[i] = -1
-        out_triangle[i] = -1
-        u[i] = np.nan
-        v[i] = np.nan
-        nx = hit_normal[i, 0]
-        ny = hit_normal[i, 1]
-        nz = hit_normal[i, 2]
-    # Normals map by the inverse transpose: the transpose of the linear part
-    # of the world-to-object map. It keeps "outward" outward under mirroring,
-    # and keeps the sign of direction . normal, so front faces stay front.
-    wx = inverse[o, 0, 0] * nx + inverse[o, 1, 0] * ny + inverse[o, 2, 0] * nz
-    wy = inverse[o, 0, 1] * nx + inverse[o, 1, 1] * ny + inverse[o, 2, 1] * nz
-    wz = inverse[o, 0, 2] * nx + inverse[o, 1, 2] * ny + inverse[o, 2, 2] * nz
-    inv_len = 1.0 / math.sqrt(wx * wx + wy * wy + wz * wz)
-    normal[i, 0] = wx * inv_len
-    normal[i, 1] = wy * inv_len
-    normal[i, 2] = wz * inv_len
-    for c in range(3):
-        point[i, c] = origins[i, c] + t[i] * directions[i, c]
-    front_face[i] = wx * directions[i, 0] + wy * directions[i, 1] + wz * directions[i, 2] < 0.0
-
-
-@jit_inline
-def _start_ray(origins, directions, ray, hit_object, hit_row, hit_t):
-    """Ray ``ray``'s world slab constants; no hit yet."""
-    hit_object[ray] = -1
-    hit_row[ray] = -1
-    hit_t[ray] = np.inf
-    return ray_setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0], directions[ray, 1],
-                     directions[ray, 2])
+            point[i, c] = origins[i, c] + t[i] * directions[i, c]
+        front_face[i] = wx * directions[i, 0] + wy * directions[i, 1] + wz * directions[i, 2] < 0.0
 
 
 @jit
 def _closest_block(scene, origins, directions, tmin, tmax, cull, start, end, hit_object, hit_row, hit_t, hit_u,
                    hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face):
-    if start >= end:
-        return
+    stack_first, stack_count, stack_t = new_stack()
     top_nodes, top_links, top_order, enabled = scene.top_nodes, scene.top_links, scene.top_order, scene.enabled
     kind, mesh_of, inverse, mesh_root = scene.kind, scene.mesh_of, scene.inverse, scene.mesh_root
     nodes, links, tris, face_index = scene.nodes, scene.links, scene.tris, scene.face_index
     shape_start, shape_data = scene.shape_start, scene.shape_data
-    out = ((hit_row, hit_t, hit_u, hit_v, cull), hit_object, hit_normal)
-    # Two rays, a and b, walk the scene in turns, a step each, as in
-    # bvh.kernels._closest_block: the steps of one do not depend on the
-    # other's, so the processor overlaps them. The lanes are written out.
-    first_a, count_a, t_a = new_stack()
-    first_b, count_b, t_b = new_stack()
-    ray_a = start
-    consts_a = _start_ray(origins, directions, ray_a, hit_object, hit_row, hit_t)
-    node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, busy_a = 0, 0, 0, -1, -1, tmax, True
-    ray_b = min(start + 1, end - 1)
-    consts_b = _start_ray(origins, directions, ray_b, hit_object, hit_row, hit_t)
-    node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, busy_b = 0, 0, 0, -1, -1, tmax, start + 1 < end
-    next_ray = start + 2
-    while busy_a or busy_b:
-        if busy_a:
-            consts_a, node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, done = _closest_step(
-                top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
-                shape_start, shape_data, origins, directions, consts_a, tmin, tmax_a, node_a, leaf_a, sp_a, mark_a,
-                obj_a, ray_a, out, first_a, count_a, t_a)
-            if done:
-                if next_ray < end:
-                    ray_a = next_ray
-                    next_ray += 1
-                    consts_a = _start_ray(origins, directions, ray_a, hit_object, hit_row, hit_t)
-                    node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a = 0, 0, 0, -1, -1, tmax
-                else:
-                    busy_a = False
-        if busy_b:
-            consts_b, node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, done = _closest_step(
-                top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
-                shape_start, shape_data, origins, directions, consts_b, tmin, tmax_b, node_b, leaf_b, sp_b, mark_b,
-                obj_b, ray_b, out, first_b, count_b, t_b)
-            if done:
-                if next_ray < end:
-                    ray_b = next_ray
-                    next_ray += 1
-                    consts_b = _start_ray(origins, directions, ray_b, hit_object, hit_row, hit_t)
-                    node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b = 0, 0, 0, -1, -1, tmax
-                else:
-                    busy_b = False
+    hit = np.empty(HIT_RECORD)
+    out = (hit, cull)
     for i in range(start, end):
-        _finish_closest(i, kind, mesh_of, inverse, tris, face_index, origins, directions, hit_object, hit_row,
-                        hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal,
-                        front_face)
+        hit[HIT_T] = np.inf
+        hit[HIT_ROW] = -1.0
+        hit[HIT_OBJECT] = -1.0
+        _closest_walk(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links,
+                      tris, shape_start, shape_data, origins, directions, tmin, tmax, i, out, stack_first,
+                      stack_count, stack_t)
+        hit_object[i] = np.int32(hit[HIT_OBJECT])
+        hit_row[i] = np.int32(hit[HIT_ROW])
+        hit_t[i] = hit[HIT_T]
+        hit_u[i] = hit[HIT_U]
+        hit_v[i] = hit[HIT_V]
+        for c in range(3):
+            hit_normal[i, c] = hit[HIT_NORMAL + c]
+    # A second pass, as in bvh.kernels: inside the walk's loop the outputs
+    # would crowd the registers the walk needs.
+    _finish_closest(start, end, kind, mesh_of, inverse, tris, face_index, origins, directions, hit_object, hit_row,
+                    hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal,
+                    front_face)
 
 
 @jit
