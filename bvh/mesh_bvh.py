@@ -143,8 +143,10 @@ class MeshBVH:
         arrays = self._arrays
         if arrays.triangles.shape[0] == 0:
             return np.full((2, 3), np.nan)
-        local = arrays.triangles.reshape(-1, 3).astype(np.float64)
-        return np.stack([local.min(axis=0), local.max(axis=0)]) + arrays.offset
+        # float32 extremes are exact, so no float64 copy of every corner (a
+        # fifth of a second for a million triangles) is needed to find them.
+        local = arrays.triangles.reshape(-1, 3)
+        return np.stack([local.min(axis=0), local.max(axis=0)]).astype(np.float64) + arrays.offset
 
     def leaf_stats(self) -> dict:
         """Leaves and triangles per leaf: ``{"leaves", "mean", "max"}``."""
