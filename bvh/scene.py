@@ -574,24 +574,27 @@ class Scene:
                     inputs = mesh_inputs(self._committed_pack(), mesh)
                 chunk = build_chunk(config=BuildConfig(), **inputs)
                 with self._lock:
-                    if self._mesh_moves.get(mesh, 0) != moves:
-                        if self._mesh_cost_ratio.get(mesh, 1.0) > REBUILD_RATIO:
-                            continue
-                        return
+                    if self._mesh_moves.get(mesh, 0) != moves \
+                            and self._mesh_cost_ratio.get(mesh, 1.0) > REBUILD_RATIO:
+                        continue
                     pack = self._committed_pack()
-                    if chunk.face_index.shape[0] != pack.tri_start[mesh + 1] - pack.tri_start[mesh]:
-                        # Refits keep the zero-area faces; a build agrees. Should they ever differ, keep the refit.
-                        return
-                    self._install_mesh(mesh, replace(pack, mesh, chunk), self._mesh_extremes[mesh])
-                    _log.info("mesh %d rebuilt: refits had made its tree %.2f times as costly as built", mesh,
-                              self._mesh_cost_ratio.get(mesh, 1.0))
-                    self._mesh_cost_ratio[mesh] = 1.0
+                    # Refits keep the zero-area faces and a build agrees; should
+                    # they ever differ, the refitted tree stays.
+                    if self._mesh_moves.get(mesh, 0) == moves and \
+                            chunk.face_index.shape[0] == pack.tri_start[mesh + 1] - pack.tri_start[mesh]:
+                        self._install_mesh(mesh, replace(pack, mesh, chunk), self._mesh_extremes[mesh])
+                        _log.info("mesh %d rebuilt: refits had made its tree %.2f times as costly as built", mesh,
+                                  self._mesh_cost_ratio.get(mesh, 1.0))
+                        self._mesh_cost_ratio[mesh] = 1.0
+                    # Deregistered under the same lock as the last check, so
+                    # that a refit after it starts a rebuild of its own.
+                    self._rebuilds.pop(mesh, None)
                     return
         except Exception:
             _log.exception("rebuilding mesh %d failed; its refitted tree keeps answering", mesh)
-        finally:
             with self._lock:
-                self._rebuilds.pop(mesh, None)
+                if self._rebuilds.get(mesh) is threading.current_thread():
+                    self._rebuilds.pop(mesh)
 
     def _mesh_arrays(self, mesh_id):
         with self._lock:
