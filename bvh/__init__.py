@@ -19,11 +19,11 @@ from .camera import Camera
 from .hits import AllHits, Hits, SceneAllHits, SceneHits, Selection
 from .loader import load, read_scene_description, supported_file_types
 from .mesh_bvh import MeshBVH, build
-from .scene import MeshInfo, ObjectInfo, Scene, UnknownIdError
+from .scene import MeshInfo, ObjectInfo, ObjectRows, Scene, UnknownIdError
 from .tree import Tree
 
 end_cache_scope()
 
-__all__ = ["AllHits", "BuildConfig", "Camera", "Hits", "MeshBVH", "MeshInfo", "ObjectInfo", "Scene", "SceneAllHits",
+__all__ = ["AllHits", "BuildConfig", "Camera", "Hits", "MeshBVH", "MeshInfo", "ObjectInfo", "ObjectRows", "Scene", "SceneAllHits",
            "SceneHits", "Selection", "Tree", "UnknownIdError", "build", "camera", "frustum",
            "load", "primitives", "read_scene_description", "supported_file_types"]

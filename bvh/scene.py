@@ -21,6 +21,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -96,6 +97,30 @@ class ObjectInfo:
     pickable: bool
     triangles: int
     params: dict = field(default_factory=dict)
+
+
+class ObjectRows(NamedTuple):
+    """The live objects of a scene as arrays (:meth:`Scene.object_rows`), row ``i`` for object ``ids[i]``."""
+
+    ids: np.ndarray
+    kind: np.ndarray
+    mesh: np.ndarray
+    transform: np.ndarray
+    bounds: np.ndarray
+    mask: np.ndarray
+    pickable: np.ndarray
+    triangles: np.ndarray
+    names: list
+    params: list
+
+    def info(self, row: int) -> ObjectInfo:
+        """Row ``row`` as an :class:`ObjectInfo`."""
+        kind = int(self.kind[row])
+        return ObjectInfo(id=int(self.ids[row]), name=self.names[row], kind=KIND_NAMES[kind],
+                          mesh=int(self.mesh[row]) if kind == MESH else None, transform=self.transform[row].copy(),
+                          bounds=self.bounds[row].copy(), mask=int(self.mask[row]),
+                          pickable=bool(self.pickable[row]), triangles=int(self.triangles[row]),
+                          params=dict(self.params[row]))
 
 
 @dataclass(frozen=True)
@@ -416,6 +441,8 @@ class Scene:
         self._mesh_moves: dict[int, int] = {}
         self._mesh_cost_ratio: dict[int, float] = {}
         self._rebuilds: dict[int, threading.Thread] = {}
+        #: A small JSON-able dict saved with the scene (see :meth:`save`).
+        self.annotations: dict = {}
 
     # ------------------------------------------------------------- meshes
     def add_mesh(self, vertices, faces, normals=None, uvs=None, name=None, source_face=None, **build_options) -> int:
@@ -778,6 +805,44 @@ class Scene:
             self._bounds[oid], self._reported[oid] = bounds
             self._changed()
 
+    def set_transforms(self, object_ids, transforms) -> None:
+        """Move several objects as one change, all or none.
+
+        Parameters
+        ----------
+        object_ids : (K,) int
+        transforms : (K, 4, 4) or (K, 3, 4) float
+            Object-to-world matrices (the top three rows of each are enough).
+
+        Raises
+        ------
+        UnknownIdError, ValueError
+            Naming the first bad entry; nothing has changed then.
+        """
+        ids = np.asarray(object_ids)
+        matrices = np.asarray(transforms, np.float64)
+        if ids.ndim != 1 or matrices.ndim != 3 or matrices.shape[0] != ids.shape[0] \
+                or matrices.shape[1:] not in ((4, 4), (3, 4)):
+            raise ValueError(f"need (K,) object ids and (K, 4, 4) or (K, 3, 4) transforms, got shapes "
+                             f"{ids.shape} and {matrices.shape}")
+        if matrices.shape[1] == 3:
+            matrices = np.concatenate([matrices, np.broadcast_to([[[0.0, 0.0, 0.0, 1.0]]], (ids.shape[0], 1, 4))],
+                                      axis=1)
+        with self.batch():
+            checked = []
+            seen = set()
+            for index, (oid, matrix) in enumerate(zip(ids.tolist(), matrices)):
+                try:
+                    oid = self._check_object_id(oid)
+                    if oid in seen:
+                        raise ValueError("the object appears twice")
+                    seen.add(oid)
+                    checked.append((oid, _check_transform(matrix)))
+                except (ValueError, UnknownIdError) as error:
+                    raise type(error)(f"transforms[{index}] (object {oid}): {error}") from None
+            for oid, matrix in checked:
+                self.set_transform(oid, matrix)
+
     def set_pickable(self, object_id, pickable: bool) -> None:
         """Whether queries may hit the object."""
         if not isinstance(pickable, (bool, np.bool_)):
@@ -851,6 +916,21 @@ class Scene:
             if boxes.shape[0] == 0:
                 return np.full((2, 3), np.nan)
             return np.stack([boxes[:, 0].min(axis=0), boxes[:, 1].max(axis=0)])
+
+    def object_rows(self) -> "ObjectRows":
+        """The live objects as arrays, copied at one moment: what :attr:`objects`
+        gives, without making an :class:`ObjectInfo` per object."""
+        with self._lock:
+            n = self._count
+            live = np.flatnonzero(self._kind[:n] != REMOVED)
+            counts = self._committed_pack().triangle_counts()
+            kind = self._kind[live]
+            mesh = self._mesh_of[live]
+            triangles = np.where(kind == MESH, counts[np.where(kind == MESH, mesh, 0)] if counts.size else 0, 0)
+            return ObjectRows(ids=live, kind=kind, mesh=mesh, transform=self._transform[live],
+                              bounds=self._reported[live], mask=self._mask[live], pickable=self._pickable[live],
+                              triangles=triangles, names=[self._names[i] for i in live.tolist()],
+                              params=[self._params[i] for i in live.tolist()])
 
     # ----------------------------------------------------------- snapshot
     def _snapshot(self) -> _Snapshot:
@@ -1166,12 +1246,14 @@ class Scene:
                          np.concatenate(chosen_triangles).astype(np.int64))
 
     # -------------------------------------------------------- persistence
-    def save(self, directory) -> None:
+    def save(self, directory, annotations: dict | None = None) -> None:
         """Write the scene to ``directory`` (created if missing), crash-safely.
 
         One ``.npy`` per array and a JSON manifest written last (see
         :mod:`bvh.persistence`); saving again after an edit rewrites only the
-        object table, not the meshes.
+        object table, not the meshes. ``annotations`` (default: the scene's
+        :attr:`annotations`, taken with the rest of the state) is saved in the
+        manifest, and :meth:`open` gives it back as :attr:`annotations`.
         """
         from .persistence import write_arrays
 
@@ -1194,6 +1276,7 @@ class Scene:
                 "shape_lengths": lengths.tolist(),
                 "pack_token": self._pack_token,
                 "objects_token": self._objects_token,
+                "annotations": dict(self.annotations if annotations is None else annotations),
             }
             write_arrays(Path(directory), arrays, metadata, tokens)
 
@@ -1279,4 +1362,5 @@ class Scene:
                 bounds = scene._placed_bounds(pack, None, local, transform[oid])
             scene._bounds[oid], scene._reported[oid] = bounds
         scene._objects_token = str(metadata["objects_token"])
+        scene.annotations = dict(metadata.get("annotations", {}))
         return scene

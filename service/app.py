@@ -104,7 +104,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # A uvicorn worker process starts without the parent's logging set-up.
         logging.basicConfig(level=settings.log_level.upper(),
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    store = SceneStore(settings.data_dir)
+    store = SceneStore(settings.data_dir, checkpoint_records=settings.checkpoint_records,
+                       checkpoint_seconds=settings.checkpoint_seconds)
     metrics = Metrics(store)
 
     @asynccontextmanager
@@ -116,6 +117,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # none starts after it. The background thread is a daemon: not waited for.
         stopping.set()
         await opening
+        # The checkpoints due are written; the journal would replay them anyway.
+        await run_in_threadpool(store.close)
 
     app = FastAPI(title="bvh-pick", version="0.1.0", lifespan=lifespan, default_response_class=JSONBytes,
                   description="Closest-surface picking over HTTP: upload a scene, then cast rays at it.")

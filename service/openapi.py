@@ -53,6 +53,8 @@ EXAMPLES = {
     "object": {"shape": {"shape": "sphere", "radius": 0.5, "name": "ball", "transform": _MOVED},
                "instance": {"mesh": 0, "transform": _MOVED, "name": "copy"},
                "inline mesh": {"name": "tri", **_TRIANGLE}},
+    "batch_update": {"move and rename": [{"id": 0, "transform": _MOVED, "name": "moved"}]},
+    "vertices": {"the same triangle": {"vertices": _TRIANGLE["vertices"]}},
     "update": {"move": {"transform": _MOVED}, "hide from picks": {"pickable": False},
                "rename": {"name": "renamed", "mask": 1}},
     "pick": {"closest hit": {"origin": [0.25, 0.25, 1], "direction": [0, 0, -1]},

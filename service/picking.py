@@ -144,9 +144,9 @@ def single_result(stored: StoredScene, view: SceneView, hits, speed: float) -> d
     triangle = hits.triangle.item(0)
     u = hits.u.item(0)
     v = hits.v.item(0)
-    vertices, faces = stored.mesh_arrays[mesh]
+    vertices, faces = view.mesh_arrays[mesh]
     corners = faces[triangle].tolist()
-    (r00, r01, r02, r03), (r10, r11, r12, r13), (r20, r21, r22, r23), _ = view.transform_rows[oid]
+    (r00, r01, r02, r03), (r10, r11, r12, r13), (r20, r21, r22, r23), _ = view.objects.transform_rows(oid)
     world = []
     for corner in corners:
         x, y, z = vertices[corner].tolist()

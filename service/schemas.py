@@ -243,6 +243,48 @@ class ObjectUpdate(RequestModel):
         return self
 
 
+class ObjectBatchUpdate(ObjectUpdate):
+    """One entry of a batch ``PATCH /scenes/{id}/objects``: the object's ``id`` and what changes."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 2})
+
+    id: ObjectId
+
+    @model_validator(mode="after")
+    def _a_change_besides_the_id(self):
+        if self.model_fields_set == {"id"}:
+            raise ValueError("nothing to change: give transform, pickable, mask or name")
+        return self
+
+
+#: The body of a batch ``PATCH /scenes/{id}/objects``.
+ObjectBatch = Annotated[list[ObjectBatchUpdate], Field(min_length=1, max_length=1_000_000)]
+
+
+class ObjectBatchResult(BaseModel):
+    """What a batch edit changed, durable when answered."""
+
+    version: int = Field(description="the scene's edit number after this edit; change events carry it too")
+    count: int = Field(description="objects changed")
+    objects: list[ObjectOut] | None = Field(
+        description="the changed objects as they are now; null for a binary batch")
+
+
+class VerticesIn(RequestModel):
+    """A mesh's new vertex positions, in its own coordinates: as many as it has, in the same order."""
+
+    vertices: Annotated[list[Vec3], Field(min_length=1)]
+
+
+class VerticesResult(BaseModel):
+    """A mesh's vertices replaced (its tree refitted), durable when answered."""
+
+    version: int
+    mesh: int
+    vertices: int
+    objects: list[int] = Field(description="the ids of the objects that show this mesh")
+
+
 class ObjectList(BaseModel):
     """The objects an upload or an addition created."""
 

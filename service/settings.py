@@ -51,6 +51,12 @@ class Settings(BaseSettings):
         no request waits for numba to compile or load a kernel; ``/ready``
         turns 200 after it (about 2 s with numba's cache filled, minutes
         without). Tests turn it off: each app they start would pay it.
+    checkpoint_records, checkpoint_seconds : int, float
+        Every edit is journaled and durable before it is answered; a scene's
+        checkpoint (its whole saved state, after which the journal restarts)
+        is written in the background once a worker has journaled this many
+        of its edits, or the oldest of them is this many seconds old. Fewer
+        records replay faster after a crash; more cost less disk writing.
     sample_scenes : bool
         ``python -m service`` creates the scenes of ``sample_meshes`` on the
         first start in ``data_dir`` (``make serve`` sets it), so a newcomer
@@ -72,6 +78,8 @@ class Settings(BaseSettings):
     access_log: bool = False
     warm_up: bool = True
     sample_scenes: bool = False
+    checkpoint_records: int = Field(10_000, ge=1)
+    checkpoint_seconds: float = Field(30.0, gt=0)
 
     @field_validator("cors_origins", mode="before")
     @classmethod

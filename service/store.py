@@ -2,36 +2,44 @@
 
 Layout of the data directory::
 
-    scenes/<id>/scene/         Scene.save output (manifest.json last, crash-safe)
+    scenes/<id>/scene/         the checkpoint: Scene.save output (manifest.json last, crash-safe)
+    scenes/<id>/journal        edits since the checkpoint (see service.journal)
     scenes/<id>/service.json   {"id", "name", "created", "build_ms"}, written once
-    scenes/<id>/edit.lock      advisory lock: one editor at a time, across processes
+    scenes/<id>/edit.lock      advisory lock: one writer at a time, across processes
     staging/<pid>-<id>/        a new scene being written; renamed into scenes/ whole
     trash/<id>-<random>/       a deleted scene, renamed out of scenes/ whole
     changes                    8 bytes, rewritten after every change (see ChangeToken)
 
 Crash safety: a new scene is written completely under ``staging/`` and then
 renamed into ``scenes/`` (one atomic rename, then an fsync of ``scenes/``),
-so every directory under ``scenes/`` is a complete scene; an edit is
-``Scene.save`` into the scene's own directory, which switches manifests
-atomically. Both finish before the route answers 2xx. Leftovers of a crash
-(staging directories of dead processes, trash) are removed at start-up.
+so every directory under ``scenes/`` is a complete scene. An edit of the
+object table (moves, flags, names, added instances and shapes, removals) or
+of a mesh's vertices is a journal record (:mod:`service.edits`), answered
+once the sync that covers it returns (group commit); the checkpoint
+(``Scene.save``, which switches manifests atomically, with the journal
+sequence number it includes) is written in the background after
+``PICK_CHECKPOINT_RECORDS`` records or ``PICK_CHECKPOINT_SECONDS``, and the
+journal then restarts after it. Adding meshes saves a checkpoint at once (a
+replay would have to rebuild their trees). Opening a scene replays the
+journal past its checkpoint. Leftovers of a crash (staging directories of
+dead processes, trash) are removed at start-up.
 
 Scene ids are 32 lowercase hex digits (uuid4); an id from a URL is checked
 against that pattern before it is used in any path.
 
 Several worker processes (``PICK_WORKERS``) share one data directory. Each
 opens the scenes by memory map (the page cache holds one copy of the mesh
-arrays for all) and notices the others' changes with a ``stat`` of the
-scene's manifest: ``Scene.save`` replaces ``manifest.json`` by rename, so its
-inode changes with every save; a different inode (or mtime, or size) means
-"reopen", a missing directory means "deleted", and an id that is not in
-memory is looked up on disk. The ``stat`` costs more than a pick's other
-bookkeeping, so a request makes it only when the shared change token
-(:class:`ChangeToken`, ``changes`` in the data directory) has changed since
-the scene was last checked, or that check is older than
-:data:`RECHECK_SECONDS`. Edits hold ``edit.lock`` (``flock``) while
-they reload a stale scene, change it and save it, so two workers never lose
-each other's edits.
+arrays for all) and follows the others' edits in the journal: a ``stat`` of
+it tells whether it grew (apply the new records) or was replaced by a
+checkpoint (read the new file; when it starts past what this process has,
+reopen the checkpoint); a missing directory means "deleted", and an id that
+is not in memory is looked up on disk. The ``stat`` costs more than a
+pick's other bookkeeping, so a request makes it only when the shared change
+token (:class:`ChangeToken`, ``changes`` in the data directory) has changed
+since the scene was last checked, or that check is older than
+:data:`RECHECK_SECONDS`. Edits hold ``edit.lock`` (``flock``) while they
+catch up with the journal, apply and append, so two workers never lose each
+other's edits and number their records in one sequence.
 
 Queries and edits: a query runs on the scene's immutable snapshot (see
 ``bvh.scene``). An edit groups its changes under the scene's lock and then
@@ -47,12 +55,13 @@ import json
 import logging
 import mmap
 import os
+import queue
 import re
 import shutil
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -60,6 +69,11 @@ from typing import Callable, TypeVar
 import numpy as np
 
 import bvh
+
+from . import edits, journal
+from .edits import Change
+from .journal import JOURNAL_FILE, JournalWriter, Record
+from .views import ObjectTable
 
 try:
     import fcntl
@@ -75,6 +89,8 @@ SERVICE_FILE = "service.json"
 SCENE_DIR = "scene"
 EDIT_LOCK = "edit.lock"
 MANIFEST = "manifest.json"
+#: The annotation of a checkpoint (``Scene.save``) naming the last journal record it holds.
+JOURNAL_SEQ = "journal_seq"
 
 #: A query retried this often when edits keep landing while it runs, then it
 #: is answered from the last attempt's consistent re-read.
@@ -112,19 +128,21 @@ class SceneView:
 
     Attributes
     ----------
-    objects : dict of int to bvh.ObjectInfo
-        Live objects by id.
+    objects : ObjectTable
+        Live objects by id (``bvh.ObjectInfo``).
     triangles : int
     bounds : (2, 3) float64, NaN when empty
-    transform_rows : dict of int to list
-        Each object's transform as nested lists, for the one-ray pick's
-        plain-Python arithmetic.
+    mesh_arrays : dict of int to (vertices (V, 3), faces (F, 3))
+        Each mesh's arrays; a vertex update replaces its mesh's entry.
+    version : int
+        The journal sequence number of the last edit this view includes.
     """
 
-    objects: dict
+    objects: ObjectTable
     triangles: int
     bounds: np.ndarray
-    transform_rows: dict
+    mesh_arrays: dict
+    version: int = 0
 
 
 @dataclass
@@ -138,17 +156,22 @@ class StoredScene:
     scene : bvh.Scene
     directory : Path
         ``scenes/<id>``.
-    signature : tuple
-        ``(inode, mtime_ns, size)`` of the manifest this process last read or
-        wrote; another process's save changes it.
     view : SceneView
         Replaced (never changed) by each edit.
-    mesh_arrays : dict of int to (vertices (V, 3), faces (F, 3))
-        Each mesh's arrays, fetched once: a mesh never changes after it is added.
-    manifest : str
-        Path of the saved manifest, stat'ed to notice other processes' saves.
+    seq : int
+        The journal sequence number of the last edit applied in memory.
+    journal_inode, journal_end : int
+        The journal file this process follows and the offset after the last
+        record it has applied; a ``stat`` that differs means another process
+        changed the scene.
+    checkpoint_seq : int
+        The last sequence number known to be in the checkpoint.
+    pending_since : float or None
+        ``time.monotonic()`` of this process's first edit not yet checkpointed.
+    writer : JournalWriter or None
+        Appends this process's edits (opened on its first edit).
     checked_token, recheck_at : int or None, float
-        The change token when the manifest was last found unchanged, and the
+        The change token when the journal was last found unchanged, and the
         ``time.monotonic()`` after which it is stat'ed again regardless.
     """
 
@@ -158,25 +181,44 @@ class StoredScene:
     build_ms: float
     scene: bvh.Scene
     directory: Path
-    signature: tuple = ()
     view: SceneView | None = None
-    mesh_arrays: dict = field(default_factory=dict)
-    manifest: str = ""
+    seq: int = 0
+    journal_inode: int = -1
+    journal_end: int = 0
+    checkpoint_seq: int = 0
+    pending_since: float | None = None
+    writer: JournalWriter | None = None
     checked_token: int | None = None
     recheck_at: float = 0.0
+    journal_path: str = ""
 
     def __post_init__(self):
-        self.manifest = _manifest_path(self.directory)
+        self.journal_path = os.path.join(self.directory, JOURNAL_FILE)
 
-    def publish(self) -> None:
-        """Take a new :class:`SceneView` (call with the scene's lock held, after changing it)."""
+    @property
+    def mesh_arrays(self) -> dict:
+        return self.view.mesh_arrays
+
+    def publish(self, change: Change | None = None) -> None:
+        """Take a new :class:`SceneView` (call with the scene's lock held, after changing it).
+
+        ``change``: what changed since the last view (only those objects are
+        read again); None reads the whole table.
+        """
         scene = self.scene
+        previous = self.view
+        mesh_arrays = dict(previous.mesh_arrays) if previous is not None else {}
+        if change is not None and change.mesh is not None:
+            mesh_arrays.pop(change.mesh, None)
         for info in scene.meshes:
-            if info.id not in self.mesh_arrays:
-                self.mesh_arrays[info.id] = (scene.mesh_vertices(info.id), scene.mesh_faces(info.id))
-        objects = {info.id: info for info in scene.objects}
+            if info.id not in mesh_arrays:
+                mesh_arrays[info.id] = (scene.mesh_vertices(info.id), scene.mesh_faces(info.id))
+        if previous is None or change is None:
+            objects = ObjectTable.of(scene)
+        else:
+            objects = previous.objects.changed(scene, change.objects)
         self.view = SceneView(objects=objects, triangles=scene.triangle_count, bounds=scene.bounds,
-                              transform_rows={oid: info.transform.tolist() for oid, info in objects.items()})
+                              mesh_arrays=mesh_arrays, version=self.seq)
 
     def consistent(self, query: Callable[[bvh.Scene], Result]) -> tuple[Result, SceneView]:
         """Run a query and return it with the view of the same scene state.
@@ -230,16 +272,6 @@ def write_json_atomically(path: Path, content: dict) -> None:
         os.fsync(stream.fileno())
     os.replace(temporary, path)
     _fsync_directory(path.parent)
-
-
-def _manifest_path(directory: Path) -> str:
-    return os.path.join(directory, SCENE_DIR, MANIFEST)
-
-
-def _manifest_signature(directory: Path | str) -> tuple:
-    """Raises FileNotFoundError when the scene is gone."""
-    status = os.stat(_manifest_path(directory) if isinstance(directory, Path) else directory)
-    return status.st_ino, status.st_mtime_ns, status.st_size
 
 
 @contextlib.contextmanager
@@ -296,9 +328,13 @@ class SceneStore:
     ----------
     data_dir : Path
         Created if missing.
+    checkpoint_records, checkpoint_seconds : int, float
+        A scene's checkpoint is written in the background once this process
+        has journaled this many edits since the last one, or the oldest of
+        them is this old.
     """
 
-    def __init__(self, data_dir: Path):
+    def __init__(self, data_dir: Path, checkpoint_records: int = 10_000, checkpoint_seconds: float = 30.0):
         self.data_dir = Path(data_dir)
         self.scenes_dir = self.data_dir / "scenes"
         self.staging_dir = self.data_dir / "staging"
@@ -309,12 +345,31 @@ class SceneStore:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self.changes = ChangeToken(self.data_dir / CHANGE_TOKEN_FILE)
+        self.checkpoint_records = checkpoint_records
+        self.checkpoint_seconds = checkpoint_seconds
+        #: Called as ``on_change(scene_id, event)`` after each edit, this process's
+        #: (once durable) and other processes' (once followed), from the store's
+        #: event thread; events are described in ``service.live``.
+        self.on_change: Callable[[str, dict], None] | None = None
+        self._events: queue.SimpleQueue = queue.SimpleQueue()
+        self._event_thread: threading.Thread | None = None
+        self._checkpoint_wake = threading.Event()
+        self._checkpoint_thread: threading.Thread | None = None
+        self._closed = False
         #: Set once start-up has opened the saved scenes and warmed the pick path (see ``service.app``).
         self.ready = False
         #: What start-up is doing while not ready, in words for ``/ready``.
         self.waiting_for = "opening the saved scenes"
         #: What is still compiling in the background once ready (None: nothing).
         self.compiling: str | None = None
+
+    def close(self) -> None:
+        """Write the checkpoints still due and stop the background threads."""
+        self._closed = True
+        self._checkpoint_wake.set()
+        if self._checkpoint_thread is not None:
+            self._checkpoint_thread.join()
+        self._events.put(None)
 
     # ------------------------------------------------------------ start-up
     def open_all(self) -> list[str]:
@@ -349,23 +404,57 @@ class SceneStore:
             shutil.rmtree(entry.path, ignore_errors=True)
 
     def _open(self, scene_id: str, verify: bool) -> StoredScene:
+        """Read a scene: its checkpoint, then the journal's records past it."""
         directory = self.scenes_dir / scene_id
-        # The signature is read first: a save that lands while the scene is
-        # being read makes it stale, and the next request reads it again.
-        signature = _manifest_signature(directory)
         try:
             metadata = json.loads((directory / SERVICE_FILE).read_text())
         except (OSError, ValueError) as error:
             raise ValueError(f"{SERVICE_FILE} is unreadable: {error}") from None
         if not isinstance(metadata, dict) or metadata.get("id") != scene_id:
             raise ValueError(f"{SERVICE_FILE} does not describe scene {scene_id}")
+        journal_path = os.path.join(directory, JOURNAL_FILE)
+        # The journal is read before the checkpoint: a checkpoint written in
+        # between is newer than the journal read, never older.
+        try:
+            records, end, _, inode = journal.read_file(journal_path)
+        except FileNotFoundError:
+            records, end, inode = [], 0, -1
         scene = bvh.Scene.open(directory / SCENE_DIR, verify=verify)
+        checkpoint = int(scene.annotations.get(JOURNAL_SEQ, 0))
         stored = StoredScene(id=scene_id, name=metadata.get("name"), created=str(metadata.get("created", "")),
                              build_ms=float(metadata.get("build_ms", 0.0)), scene=scene, directory=directory,
-                             signature=signature)
+                             seq=checkpoint, checkpoint_seq=checkpoint)
+        if records and records[0].kind == edits.BASE and records[0].seq <= checkpoint:
+            replayed = self._replay(stored, records[1:])
+            if replayed:
+                log.info("scene %s: %d journaled edits replayed past its checkpoint", scene_id, replayed)
+            stored.journal_inode, stored.journal_end = inode, end
+        else:
+            # No journal yet (a scene saved before journals), or one restarted
+            # by a checkpoint this read missed: the next edit starts a new one.
+            stored.journal_inode, stored.journal_end = -1, 0
         with _scene_lock(scene):
             stored.publish()
+        _build_snapshot(scene)
         return stored
+
+    def _replay(self, stored: StoredScene, records: list[Record]) -> int:
+        """Apply the records after ``stored.seq`` (in order, without gaps); returns how many."""
+        applied = 0
+        for record in records:
+            if record.seq <= stored.seq:
+                continue
+            if record.seq != stored.seq + 1:
+                raise ValueError(f"journal record {record.seq} follows {stored.seq}: records are missing")
+            try:
+                with _scene_lock(stored.scene):
+                    edits.apply(stored.scene, record)
+                    stored.seq = record.seq
+                    stored.scene.annotations[JOURNAL_SEQ] = record.seq
+            except (ValueError, LookupError) as error:
+                raise ValueError(f"journal record {record.seq} ({record.kind}) does not apply: {error}") from None
+            applied += 1
+        return applied
 
     # ------------------------------------------------------------ lookups
     def _lock_for(self, scene_id: str) -> threading.Lock:
@@ -373,14 +462,14 @@ class SceneStore:
             return self._locks.setdefault(scene_id, threading.Lock())
 
     def get(self, scene_id: str, reload: bool = True) -> StoredScene | None:
-        """The scene, reopened first if another process changed it.
+        """The scene, brought up to date first if another process changed it.
 
         Parameters
         ----------
         scene_id : str
         reload : bool
-            False: return None instead of reading the scene from disk, so an
-            async caller can do that on a worker thread.
+            False: return None instead of reading from disk, so an async
+            caller can do that on a worker thread.
 
         Raises
         ------
@@ -397,33 +486,77 @@ class SceneStore:
             if token is not None and token == stored.checked_token and now < stored.recheck_at:
                 return stored
             try:
-                if _manifest_signature(stored.manifest) == stored.signature:
+                status = os.stat(stored.journal_path)
+                if status.st_ino == stored.journal_inode and status.st_size == stored.journal_end:
                     stored.checked_token = token
                     stored.recheck_at = now + RECHECK_SECONDS
                     return stored
-                if self._lock_for(scene_id).locked():
-                    # This process is changing it right now: its copy in memory is the newest.
-                    return stored
             except FileNotFoundError:
-                self._scenes.pop(scene_id, None)
-                raise SceneNotFound(scene_id) from None
-        return self._reload(scene_id) if reload else None
-
-    def _reload(self, scene_id: str) -> StoredScene:
-        with self._lock_for(scene_id):
-            stored = self._scenes.get(scene_id)
-            try:
-                signature = _manifest_signature(self.scenes_dir / scene_id)
-            except FileNotFoundError:
-                self._scenes.pop(scene_id, None)
-                raise SceneNotFound(scene_id) from None
-            if stored is not None and stored.signature == signature:
+                if not (stored.directory / SERVICE_FILE).exists():
+                    self._scenes.pop(scene_id, None)
+                    raise SceneNotFound(scene_id) from None
+            if self._lock_for(scene_id).locked():
+                # This process is changing it right now: its copy in memory is the newest.
                 return stored
-            stored = self._open_changed(scene_id)
-            self._scenes[scene_id] = stored
-            return stored
+        if not reload:
+            return None
+        with self._lock_for(scene_id):
+            return self._follow(scene_id)
 
-    def _open_changed(self, scene_id: str) -> StoredScene:
+    def _follow(self, scene_id: str) -> StoredScene:
+        """The scene with every journaled edit applied (call with its lock held).
+
+        Records appended since this process last looked are applied; a journal
+        restarted past them (another process's checkpoint) means reopening.
+        """
+        directory = self.scenes_dir / scene_id
+        if not (directory / SERVICE_FILE).exists():
+            self._scenes.pop(scene_id, None)
+            raise SceneNotFound(scene_id)
+        stored = self._scenes.get(scene_id)
+        if stored is None:
+            stored = self._scenes[scene_id] = self._reopen(scene_id)
+            return stored
+        token = self.changes.read()
+        try:
+            status = os.stat(stored.journal_path)
+        except FileNotFoundError:
+            return stored
+        if status.st_ino == stored.journal_inode and status.st_size == stored.journal_end:
+            stored.checked_token, stored.recheck_at = token, time.monotonic() + RECHECK_SECONDS
+            return stored
+        same_file = status.st_ino == stored.journal_inode
+        try:
+            records, end, _, inode = journal.read_file(stored.journal_path, stored.journal_end if same_file else 0)
+        except FileNotFoundError:
+            return stored
+        if not same_file and (not records or records[0].kind != edits.BASE or records[0].seq > stored.seq):
+            # Restarted by a checkpoint holding edits this process never saw.
+            stored = self._scenes[scene_id] = self._reopen(scene_id)
+            return stored
+        fresh = [record for record in records if record.kind != edits.BASE and record.seq > stored.seq]
+        if fresh and fresh[0].seq != stored.seq + 1:
+            stored = self._scenes[scene_id] = self._reopen(scene_id)
+            return stored
+        for record in fresh:
+            try:
+                with _scene_lock(stored.scene):
+                    change = edits.apply(stored.scene, record)
+                    stored.seq = record.seq
+                    stored.scene.annotations[JOURNAL_SEQ] = record.seq
+                    stored.publish(change)
+            except (ValueError, LookupError) as error:
+                log.error("scene %s: journal record %d does not apply (%s); reopening", scene_id, record.seq, error)
+                stored = self._scenes[scene_id] = self._reopen(scene_id)
+                return stored
+            self._announce_event(stored, change)
+        if fresh:
+            _build_snapshot(stored.scene)
+        stored.journal_inode, stored.journal_end = inode, end
+        stored.checked_token, stored.recheck_at = token, time.monotonic() + RECHECK_SECONDS
+        return stored
+
+    def _reopen(self, scene_id: str) -> StoredScene:
         """Open a scene another process created or changed (call with its lock held)."""
         try:
             # Written whole by a save that switches manifests atomically (see
@@ -460,9 +593,11 @@ class SceneStore:
         staging = self.staging_dir / f"{os.getpid()}-{scene_id}"
         directory = self.scenes_dir / scene_id
         metadata = {"id": scene_id, "name": name, "created": _now(), "build_ms": round(build_ms, 3)}
+        scene.annotations[JOURNAL_SEQ] = 0
         try:
             staging.mkdir()
             scene.save(staging / SCENE_DIR)
+            journal.write_new(str(staging / JOURNAL_FILE), [journal.encode(0, edits.BASE)])
             write_json_atomically(staging / SERVICE_FILE, metadata)
             _fsync_directory(staging)
             os.rename(staging, directory)
@@ -472,15 +607,89 @@ class SceneStore:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         stored = StoredScene(id=scene_id, name=name, created=metadata["created"], build_ms=metadata["build_ms"],
-                             scene=scene, directory=directory, signature=_manifest_signature(directory))
+                             scene=scene, directory=directory)
+        status = os.stat(stored.journal_path)
+        stored.journal_inode, stored.journal_end = status.st_ino, status.st_size
         with _scene_lock(scene):
             stored.publish()
         self._scenes[scene_id] = stored
         return stored
 
+    def _writable(self, scene_id: str) -> StoredScene:
+        """The scene, up to date, ready to append to (call with both its locks held)."""
+        stored = self._follow(scene_id)
+        writer = stored.writer
+        if writer is None or writer.inode != stored.journal_inode or not writer.current():
+            if stored.journal_inode == -1:
+                # A scene without a journal (saved before journals, or its
+                # journal lost): start one after its checkpoint.
+                self._restart_journal(stored, stored.seq)
+            writer = stored.writer = JournalWriter(stored.journal_path)
+            if writer.inode != stored.journal_inode:
+                raise OSError(f"journal {stored.journal_path} changed while its edit lock was held")
+        # Past the last whole record: a torn record of a writer killed while
+        # appending (never acknowledged). Holding the edit lock, no one else is appending.
+        writer.cut(stored.journal_end)
+        return stored
+
+    def record(self, scene_id: str, record: Record) -> tuple[StoredScene, Change, SceneView]:
+        """Apply a journal record (see :mod:`service.edits`) and return once it is durable.
+
+        Queries see the edit as soon as it is applied, whole or not at all.
+
+        Returns
+        -------
+        (StoredScene, Change, SceneView)
+            The view is the one this edit published (``view.version`` is its number).
+
+        Raises
+        ------
+        SceneNotFound
+        ValueError, bvh.UnknownIdError
+            The edit does not fit the scene; nothing has changed.
+        """
+        if not SCENE_ID.fullmatch(scene_id):
+            raise SceneNotFound(scene_id)
+        with self._lock_for(scene_id):
+            if not (self.scenes_dir / scene_id).is_dir():
+                raise SceneNotFound(scene_id)
+            with _file_lock(self.scenes_dir / scene_id / EDIT_LOCK):
+                stored = self._writable(scene_id)
+                scene = stored.scene
+                with _scene_lock(scene):
+                    change = edits.apply(scene, record)
+                    seq = stored.seq + 1
+                    fields = dict(record.fields)
+                    if record.kind == edits.ADD:
+                        fields["ids"] = change.objects
+                    data = journal.encode(seq, record.kind, fields, record.arrays)
+                    stored.seq = seq
+                    scene.annotations[JOURNAL_SEQ] = seq
+                    stored.publish(change)
+                    view = stored.view
+                try:
+                    stored.writer.append(data, seq)
+                except BaseException:
+                    # Not journaled: back to what the journal holds.
+                    self._scenes[scene_id] = self._reopen(scene_id)
+                    raise
+                stored.journal_end += len(data)
+                self.changes.announce()
+                writer = stored.writer
+            # Rebuilt now, not in the first query after the edit: that query may run on the event loop.
+            _build_snapshot(scene)
+        writer.wait_durable(seq)
+        self._announce_event(stored, change)
+        self._checkpoint_due(stored)
+        return stored, change, view
+
     def edit(self, scene_id: str, change: Callable[[bvh.Scene], Result],
-             prepare: Callable[[bvh.Scene], None] | None = None) -> tuple[StoredScene, Result]:
-        """Change a scene as one step for queries, save it, then return.
+             prepare: Callable[[bvh.Scene], None] | None = None,
+             describe: Callable[[Result], Change] | None = None) -> tuple[StoredScene, Result]:
+        """Change a scene as one step for queries and save a checkpoint of it, then return.
+
+        For changes a journal record cannot hold cheaply (new meshes: a replay
+        would rebuild their trees); the journal restarts after the checkpoint.
 
         Parameters
         ----------
@@ -491,6 +700,9 @@ class SceneStore:
         prepare : callable(scene), optional
             Slow work that queries need not wait for (building a new mesh's
             BVH: ``add_mesh`` changes nothing a query sees).
+        describe : callable(result) -> Change, optional
+            What changed, for the change event and the object table (default:
+            the table is read whole, and no event).
 
         Returns
         -------
@@ -500,47 +712,144 @@ class SceneStore:
         ------
         SceneNotFound
         ValueError, bvh.UnknownIdError
-            From ``change``: the scene is then read back from its last save,
-            so a refused edit leaves nothing behind.
+            From ``change``: the scene is then read back from disk, so a
+            refused edit leaves nothing behind.
         """
+        if not SCENE_ID.fullmatch(scene_id):
+            raise SceneNotFound(scene_id)
         with self._lock_for(scene_id):
-            if not SCENE_ID.fullmatch(scene_id) or not (self.scenes_dir / scene_id).is_dir():
+            if not (self.scenes_dir / scene_id).is_dir():
                 raise SceneNotFound(scene_id)
             with _file_lock(self.scenes_dir / scene_id / EDIT_LOCK):
-                stored = self._current(scene_id)
+                stored = self._writable(scene_id)
                 scene = stored.scene
                 try:
                     if prepare is not None:
                         prepare(scene)
                     with _scene_lock(scene):
                         result = change(scene)
-                        stored.publish()
-                    # Rebuild the snapshot now, not in the first query after
-                    # the edit: that query may run on the event loop, and
-                    # Scene.save below holds the scene's lock while it writes.
+                        seq = stored.seq + 1
+                        stored.seq = seq
+                        scene.annotations[JOURNAL_SEQ] = seq
+                        described = describe(result) if describe is not None else None
+                        stored.publish(described)
                     _build_snapshot(scene)
                     scene.save(stored.directory / SCENE_DIR)
+                    self._restart_journal(stored, seq)
                     self.changes.announce()
                 except BaseException:
-                    # Back to the last save: a refused or failed edit leaves nothing behind.
-                    self._scenes[scene_id] = self._open_changed(scene_id)
+                    # Back to what is on disk: a refused or failed edit leaves nothing behind.
+                    self._scenes[scene_id] = self._reopen(scene_id)
                     raise
-                stored.signature = _manifest_signature(stored.directory)
-                return stored, result
+        if described is not None:
+            self._announce_event(stored, described)
+        return stored, result
 
-    def _current(self, scene_id: str) -> StoredScene:
-        """The scene as saved last, by any process (call with its edit lock held)."""
-        directory = self.scenes_dir / scene_id
+    def _restart_journal(self, stored: StoredScene, base: int) -> None:
+        """Replace the journal by one continuing checkpoint ``base``, keeping the
+        records after it (call with both locks held and ``stored`` up to date)."""
         try:
-            signature = _manifest_signature(directory)
+            records, _, _, _ = journal.read_file(stored.journal_path)
         except FileNotFoundError:
-            self._scenes.pop(scene_id, None)
-            raise SceneNotFound(scene_id) from None
+            records = []
+        kept = [journal.encode(record.seq, record.kind, record.fields, record.arrays)
+                for record in records if record.kind != edits.BASE and record.seq > base]
+        journal.write_new(stored.journal_path, [journal.encode(base, edits.BASE)] + kept)
+        status = os.stat(stored.journal_path)
+        stored.journal_inode, stored.journal_end = status.st_ino, status.st_size
+        stored.checkpoint_seq = max(stored.checkpoint_seq, base)
+        if stored.seq <= base:
+            stored.pending_since = None
+
+    # ------------------------------------------------------------ checkpoints
+    def _checkpoint_due(self, stored: StoredScene) -> None:
+        if stored.pending_since is None:
+            stored.pending_since = time.monotonic()
+        if self._checkpoint_thread is None:
+            with self._locks_guard:
+                if self._checkpoint_thread is None:
+                    self._checkpoint_thread = threading.Thread(target=self._checkpoints, name="checkpoints",
+                                                               daemon=True)
+                    self._checkpoint_thread.start()
+        if stored.seq - stored.checkpoint_seq >= self.checkpoint_records:
+            self._checkpoint_wake.set()
+
+    def _checkpoints(self) -> None:
+        while True:
+            self._checkpoint_wake.wait(timeout=min(1.0, self.checkpoint_seconds))
+            self._checkpoint_wake.clear()
+            now = time.monotonic()
+            for stored in list(self._scenes.values()):
+                pending = stored.seq - stored.checkpoint_seq
+                if pending and (self._closed or pending >= self.checkpoint_records or (
+                        stored.pending_since is not None and now - stored.pending_since >= self.checkpoint_seconds)):
+                    try:
+                        self.checkpoint(stored.id)
+                    except SceneNotFound:
+                        pass
+                    except Exception:
+                        log.exception("checkpoint of scene %s failed; its journal keeps every edit", stored.id)
+            if self._closed:
+                return
+
+    def checkpoint(self, scene_id: str) -> None:
+        """Save the scene's checkpoint and restart its journal after it.
+
+        Edits go on while the checkpoint is written (``Scene.save`` holds the
+        scene only while it copies the object table); the journal is restarted
+        under the edit locks, keeping the records the checkpoint may not hold.
+        """
         stored = self._scenes.get(scene_id)
-        if stored is None or stored.signature != signature:
-            stored = self._open_changed(scene_id)
-            self._scenes[scene_id] = stored
-        return stored
+        if stored is None:
+            return
+        with _scene_lock(stored.scene):
+            # A lower bound of what the save below takes.
+            base = stored.seq
+        stored.scene.save(stored.directory / SCENE_DIR)
+        with self._lock_for(scene_id):
+            if not (self.scenes_dir / scene_id).is_dir():
+                raise SceneNotFound(scene_id)
+            with _file_lock(self.scenes_dir / scene_id / EDIT_LOCK):
+                current = self._writable(scene_id)
+                if current is not stored:
+                    return
+                self._restart_journal(stored, base)
+                self.changes.announce()
+        if stored.seq > base:
+            stored.pending_since = time.monotonic()
+
+    # ------------------------------------------------------------ events
+    def _announce_event(self, stored: StoredScene, change: Change) -> None:
+        """Queue ``change`` for :attr:`on_change` (made into JSON on the event thread, off the edit's path)."""
+        if self.on_change is None:
+            return
+        if self._event_thread is None:
+            with self._locks_guard:
+                if self._event_thread is None:
+                    self._event_thread = threading.Thread(target=self._send_events, name="change events",
+                                                          daemon=True)
+                    self._event_thread.start()
+        self._events.put((stored.id, stored.view, change))
+
+    def _send_events(self) -> None:
+        from .serialize import object_json
+
+        while True:
+            item = self._events.get()
+            if item is None:
+                return
+            scene_id, view, change = item
+            if change.event == "removed":
+                objects = list(change.objects)
+            else:
+                objects = [object_json(view.objects[oid]) for oid in change.objects if oid in view.objects]
+            event = {"event": change.event, "objects": objects, "version": view.version}
+            if change.mesh is not None:
+                event["mesh"] = change.mesh
+            try:
+                self.on_change(scene_id, event)
+            except Exception:
+                log.exception("a change listener failed on scene %s", scene_id)
 
     def delete(self, scene_id: str) -> None:
         """Remove a scene from memory and disk (gone from disk before this returns)."""

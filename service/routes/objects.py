@@ -1,7 +1,8 @@
-"""``/scenes/{id}/objects``: add (a file, an inline mesh, an instance, a shape), change, remove.
+"""``/scenes/{id}/objects``: add (a file, an inline mesh, an instance, a shape), change one or a
+batch, remove; ``/scenes/{id}/meshes/{mesh}/vertices``: move a mesh's vertices.
 
-Every change is saved before the answer, and queries see it whole or not at
-all (``SceneStore.edit``).
+Every change is durable before the answer (journaled, or for new meshes a
+whole checkpoint: ``service.store``), and queries see it whole or not at all.
 """
 
 import numpy as np
@@ -13,13 +14,16 @@ import bvh
 
 from ..bodies import (JSON, MULTIPART, form_file, form_text, media_type, parse_json_body, read_form, require_json,
                       unsupported_media)
-from ..building import add_file_meshes, matrix_or_none, place_file_instances
+from .. import editing
+from ..bodies import OCTET_STREAM, read_body
+from ..building import add_file_meshes, place_file_instances
 from ..deps import SceneStoreDep, find_scene
+from ..edits import Change
 from ..errors import ClientError, client_errors, validation_error
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
-from ..schemas import (ErrorOut, InstanceCreate, Matrix4, MeshObjectCreate, ObjectCreate, ObjectList, ObjectOut,
-                       ObjectUpdate, ShapeCreate)
+from ..schemas import (ErrorOut, InstanceCreate, Matrix4, MeshObjectCreate, ObjectBatch, ObjectBatchResult,
+                       ObjectCreate, ObjectList, ObjectOut, ObjectUpdate, VerticesIn, VerticesResult)
 from ..serialize import object_json
 from ..store import SceneNotFound, SceneStore
 from ..uploads import describe, read_upload
@@ -38,10 +42,13 @@ UPLOAD_FORM = {
 
 
 def _edit(store: SceneStore, scene_id: str, change, prepare=None):
-    """``store.edit`` with the library's refusals as 422/404 and an unknown scene as 404."""
+    """``store.edit`` of an addition with the library's refusals as 422/404 and an unknown scene as 404."""
+    def added(objects: list[dict]) -> Change:
+        return Change("added", [entry["id"] for entry in objects])
+
     try:
         with client_errors():
-            return store.edit(scene_id, change, prepare)
+            return store.edit(scene_id, change, prepare, describe=added)
     except SceneNotFound as error:
         raise ClientError(404, str(error.args[0])) from None
 
@@ -55,27 +62,26 @@ def _answered(change):
     return change_and_describe
 
 
-def _add_from_body(body):
-    """(prepare, change) for one JSON object addition."""
-    transform = matrix_or_none(body.transform)
-    mesh_ids = []
-    if isinstance(body, MeshObjectCreate):
-        def prepare(scene):
-            mesh_ids.append(scene.add_mesh(np.asarray(body.vertices, np.float64), np.asarray(body.faces, np.int64),
-                                           name=body.name))
-
-        def change(scene):
-            return [scene.add_instance(mesh_ids[0], transform, body.name, body.mask, body.pickable)]
-        return prepare, change
+def _placement(body) -> dict:
+    """An ``add`` journal entry (``service.edits``) of an instance or a shape."""
+    entry = {"transform": body.transform, "name": body.name, "mask": body.mask, "pickable": body.pickable}
     if isinstance(body, InstanceCreate):
-        def change(scene):
-            return [scene.add_instance(body.mesh, transform, body.name, body.mask, body.pickable)]
-        return None, change
-    assert isinstance(body, ShapeCreate)
+        return {"mesh": body.mesh, **entry}
+    return {"shape": body.shape, "params": body.parameters(), **entry}
+
+
+def _mesh_addition(body: MeshObjectCreate):
+    """(prepare, change) of an inline mesh and its one instance."""
+    mesh_ids = []
+
+    def prepare(scene):
+        mesh_ids.append(scene.add_mesh(np.asarray(body.vertices, np.float64), np.asarray(body.faces, np.int64),
+                                       name=body.name))
 
     def change(scene):
-        return [scene.add_shape(body.shape, transform, body.name, body.mask, body.pickable, **body.parameters())]
-    return None, change
+        transform = None if body.transform is None else np.asarray(body.transform, np.float64)
+        return [scene.add_instance(mesh_ids[0], transform, body.name, body.mask, body.pickable)]
+    return prepare, change
 
 
 @router.post("/scenes/{scene_id}/objects", status_code=201, response_model=ObjectList,
@@ -113,7 +119,11 @@ async def add_objects(scene_id: str, request: Request, store: SceneStoreDep):
                 return place_file_instances(scene, description, mesh_ids, transform)
     elif media == JSON:
         body = await parse_json_body(OBJECT_CREATE, await request.body(), OBJECT_TAGS)
-        prepare, change = _add_from_body(body)
+        if not isinstance(body, MeshObjectCreate):
+            # No new mesh: a journal record, not a checkpoint.
+            return JSONBytes({"objects": await editing.add_objects(store, scene_id, [_placement(body)])},
+                             status_code=201)
+        prepare, change = _mesh_addition(body)
     else:
         raise unsupported_media(media, "application/json, or multipart/form-data with a 'file' part")
     _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
@@ -139,31 +149,49 @@ async def update_object(scene_id: str, object_id: int, request: Request, store: 
     await find_scene(store, scene_id)
     require_json(request)
     body = await parse_json_body(ObjectUpdate, await request.body())
-    given = body.model_fields_set
-    transform = matrix_or_none(body.transform)
-
-    def change(scene: bvh.Scene):
-        # The transform goes first: it is the one change the scene may still
-        # refuse (a singular matrix), and then nothing has changed yet.
-        if "transform" in given:
-            scene.set_transform(object_id, transform)
-        if "pickable" in given:
-            scene.set_pickable(object_id, body.pickable)
-        if "mask" in given:
-            scene.set_mask(object_id, body.mask)
-        if "name" in given:
-            scene.set_name(object_id, body.name)
-        # Described inside the edit: read back after it, a concurrent DELETE
-        # may already have removed the object.
-        return object_json(scene.object(object_id))
-
-    _, changed = await run_in_threadpool(_edit, store, scene_id, change)
-    return JSONBytes(changed)
+    return JSONBytes(await editing.single_update(store, scene_id, object_id, body))
 
 
 @router.delete("/scenes/{scene_id}/objects/{object_id}", status_code=204, responses={404: {"model": ErrorOut}})
 async def delete_object(scene_id: str, object_id: int, store: SceneStoreDep):
     """Remove an object (its id is never reused)."""
     await find_scene(store, scene_id)
-    await run_in_threadpool(_edit, store, scene_id, lambda scene: scene.remove(object_id))
+    await editing.remove_object(store, scene_id, object_id)
     return Response(status_code=204)
+
+
+@router.patch("/scenes/{scene_id}/objects", response_model=ObjectBatchResult,
+              responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
+                         422: {"model": ErrorOut}},
+              openapi_extra=body_doc(ObjectBatch, binary=editing.BINARY_BATCH, examples=EXAMPLES["batch_update"]))
+async def update_objects(scene_id: str, request: Request, store: SceneStoreDep):
+    """Change many objects at once, all or nothing: one edit, one journal record, one change for
+    queries. JSON: a list of ``{"id", "transform"?, "pickable"?, "mask"?, "name"?}``. Binary
+    (``application/octet-stream``): moves only, for animation-rate updates of thousands of objects.
+    A refused entry (unknown id, singular matrix, an id twice) refuses the whole batch."""
+    await find_scene(store, scene_id)
+    media = media_type(request)
+    if media == JSON:
+        return JSONBytes(await editing.patch_objects(store, scene_id, await read_body(request)))
+    if media == OCTET_STREAM:
+        return JSONBytes(await editing.move_objects_binary(store, scene_id, await read_body(request)))
+    raise unsupported_media(media, "application/json, or application/octet-stream (binary moves)")
+
+
+@router.put("/scenes/{scene_id}/meshes/{mesh_id}/vertices", response_model=VerticesResult,
+            responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
+                       422: {"model": ErrorOut}},
+            openapi_extra=body_doc(VerticesIn, binary=editing.BINARY_VERTICES, examples=EXAMPLES["vertices"]))
+async def replace_vertices(scene_id: str, mesh_id: int, request: Request, store: SceneStoreDep):
+    """Move a mesh's vertices (same count, same faces): its tree is refitted, every object that shows
+    it follows. JSON ``{"vertices": [[x, y, z], ...]}`` or binary float32 ``V×3``."""
+    await find_scene(store, scene_id)
+    media = media_type(request)
+    if media == JSON:
+        body = await parse_json_body(VerticesIn, await read_body(request))
+        vertices = np.asarray(body.vertices, np.float64).reshape(-1, 3)
+    elif media == OCTET_STREAM:
+        vertices = editing.binary_vertices(await read_body(request))
+    else:
+        raise unsupported_media(media, "application/json, or application/octet-stream (float32 V×3)")
+    return JSONBytes(await editing.replace_vertices(store, scene_id, mesh_id, vertices))

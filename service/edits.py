@@ -1,0 +1,167 @@
+"""Edits as journal records: each kind made by a route, applied by :func:`apply`.
+
+The same :func:`apply` runs when an edit is made, when a scene is opened
+(replaying the journal past its checkpoint) and when another worker's edit
+is followed, so the three cannot drift apart. Every kind checks everything
+before it changes anything: a refused record leaves the scene as it was.
+
+Kinds and their contents:
+
+``objects``
+    ``moved`` (K,) int64 object ids and ``transforms`` (K, 4, 4) float64 or
+    (K, 3, 4) float32 arrays; ``changes``: a list of ``{"id", "pickable"?,
+    "mask"?, "name"?}``; ``order``: every id in the client's order, for messages.
+``add``
+    ``objects``: a list of ``{"mesh": id}`` or ``{"shape": kind, "params": {...}}``
+    with ``transform`` (4×4 rows or null), ``name``, ``mask``, ``pickable``;
+    ``ids``: the ids they get (checked on replay).
+``remove``
+    ``ids``: the objects to remove.
+``vertices``
+    ``mesh``: a mesh id; ``vertices`` (V, 3) array, the same count as before.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import bvh
+
+from .journal import Record
+
+OBJECTS = "objects"
+ADD = "add"
+REMOVE = "remove"
+VERTICES = "vertices"
+#: Kinds a checkpoint's base record has, and edits that need a whole save instead (new meshes).
+BASE = "base"
+
+
+@dataclass(frozen=True)
+class Change:
+    """What an applied record changed, for the object table and the change event.
+
+    Attributes
+    ----------
+    event : str
+        ``moved``, ``changed``, ``added``, ``removed`` or ``vertices``.
+    objects : list of int
+        The objects whose entries changed (for ``removed``: the removed ones).
+    mesh : int or None
+        For ``vertices``: the mesh.
+    """
+
+    event: str
+    objects: list
+    mesh: int | None = None
+
+
+def _check_ids(scene: bvh.Scene, ids, what: str) -> list[int]:
+    seen = set()
+    checked = []
+    for index, oid in enumerate(ids):
+        if oid in seen:
+            raise ValueError(f"{what}[{index}]: object {oid} appears twice")
+        seen.add(oid)
+        scene.object(oid)
+        checked.append(int(oid))
+    return checked
+
+
+def _apply_objects(scene: bvh.Scene, record: Record) -> Change:
+    moved = record.arrays.get("moved", np.zeros(0, np.int64))
+    changes = record.fields.get("changes", [])
+    changed_ids = [entry["id"] for entry in changes]
+    # Checked before anything changes, in the order the client sent them:
+    # set_transforms refuses a bad matrix before it moves anything, and the
+    # other fields cannot be refused.
+    order = record.fields.get("order") or moved.tolist() + changed_ids
+    for index, oid in enumerate(order):
+        try:
+            scene.object(oid)
+        except bvh.UnknownIdError:
+            raise bvh.UnknownIdError(f"entry {index}: no object {oid} in this scene") from None
+    with scene.batch():
+        if moved.shape[0]:
+            scene.set_transforms(moved, record.arrays["transforms"])
+        for entry in changes:
+            oid = entry["id"]
+            if "pickable" in entry:
+                scene.set_pickable(oid, entry["pickable"])
+            if "mask" in entry:
+                scene.set_mask(oid, entry["mask"])
+            if "name" in entry:
+                scene.set_name(oid, entry["name"])
+    touched = list(dict.fromkeys(moved.tolist() + changed_ids))
+    return Change("changed" if changes else "moved", touched)
+
+
+def _apply_add(scene: bvh.Scene, record: Record) -> Change:
+    expected = record.fields["ids"]
+    with scene.batch():
+        added = []
+        for entry in record.fields["objects"]:
+            transform = None if entry.get("transform") is None else np.asarray(entry["transform"], np.float64)
+            common = dict(transform=transform, name=entry.get("name"), mask=entry.get("mask", 0xFFFFFFFF),
+                          pickable=entry.get("pickable", True))
+            if "mesh" in entry:
+                added.append(scene.add_instance(entry["mesh"], **common))
+            else:
+                added.append(scene.add_shape(entry["shape"], **common, **entry.get("params", {})))
+    if expected is not None and added != expected:
+        raise ValueError(f"the journal's added objects got ids {added}, not {expected}")
+    return Change("added", added)
+
+
+def _apply_remove(scene: bvh.Scene, record: Record) -> Change:
+    ids = record.fields["ids"]
+    with scene.batch():
+        checked = _check_ids(scene, ids, "ids")
+        for oid in checked:
+            scene.remove(oid)
+    return Change("removed", checked)
+
+
+def _apply_vertices(scene: bvh.Scene, record: Record) -> Change:
+    mesh = record.fields["mesh"]
+    scene.update_mesh(mesh, record.arrays["vertices"])
+    return Change("vertices", [info.id for info in scene.objects if info.mesh == mesh], mesh)
+
+
+_APPLY = {OBJECTS: _apply_objects, ADD: _apply_add, REMOVE: _apply_remove, VERTICES: _apply_vertices}
+
+
+def apply(scene: bvh.Scene, record: Record) -> Change:
+    """Apply one record to ``scene`` as one change for queries.
+
+    Raises
+    ------
+    bvh.UnknownIdError, ValueError
+        The record does not fit the scene; nothing has changed.
+    """
+    try:
+        applier = _APPLY[record.kind]
+    except KeyError:
+        raise ValueError(f"unknown journal record kind {record.kind!r}") from None
+    return applier(scene, record)
+
+
+def objects_record(moved, transforms, changes: list[dict], order: list[int] | None = None) -> Record:
+    """An ``objects`` record (``seq`` is set when it is appended)."""
+    fields = {"changes": changes}
+    if order is not None:
+        fields["order"] = order
+    return Record(seq=0, kind=OBJECTS, fields=fields,
+                  arrays={"moved": np.asarray(moved, np.int64), "transforms": transforms})
+
+
+def add_record(objects: list[dict], ids: list[int] | None = None) -> Record:
+    return Record(seq=0, kind=ADD, fields={"objects": objects, "ids": ids})
+
+
+def remove_record(ids: list[int]) -> Record:
+    return Record(seq=0, kind=REMOVE, fields={"ids": ids})
+
+
+def vertices_record(mesh: int, vertices: np.ndarray) -> Record:
+    return Record(seq=0, kind=VERTICES, fields={"mesh": mesh}, arrays={"vertices": vertices})

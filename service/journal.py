@@ -1,0 +1,236 @@
+"""A scene's edit journal: a write-ahead log of length-prefixed, checksummed records.
+
+An edit is applied in memory, appended here, and answered once the
+``fdatasync`` that covers it has returned; edits that arrive while a sync
+runs share the next one (group commit, as databases do: one sync makes many
+edits durable, so throughput grows with the number of editors while each
+edit waits for at most two syncs).
+
+File layout (``scenes/<id>/journal``)::
+
+    record = length u32 | crc32 u32 | body          (little-endian; crc of the body)
+    body   = seq u64 | header length u32 | header | arrays
+    header = JSON object: "kind", the record's fields, and "arrays":
+             [[name, dtype, shape], ...] for the arrays that follow, C order
+
+The first record of every journal file is a ``base`` record whose ``seq``
+is the checkpoint (``Scene.save``) the journal continues: the records after
+it are numbered ``base + 1, base + 2, ...``. A checkpoint writes a new file
+starting at its own ``seq`` and replaces the old one by rename; a reader
+that finds a base newer than what it has applied has missed records and
+reopens the checkpoint.
+
+A process killed while appending leaves a torn last record: it was never
+acknowledged (the answer waits for the sync), so readers stop before it and
+the next writer, holding the scene's file lock, cuts it off.
+"""
+
+import os
+import struct
+import threading
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import orjson
+
+JOURNAL_FILE = "journal"
+
+_FRAME = struct.Struct("<II")
+_BODY = struct.Struct("<QI")
+
+#: Largest record body accepted when reading: a length beyond it is damage, not a record.
+MAX_RECORD_BYTES = 1 << 31
+
+
+@dataclass
+class Record:
+    """One journal record.
+
+    Attributes
+    ----------
+    seq : int
+        Its number: one more than the record before it.
+    kind : str
+        ``base`` for the first record of a file; otherwise an edit kind (see ``service.editing``).
+    fields : dict
+        The header's JSON fields other than ``kind`` and ``arrays``.
+    arrays : dict of str to numpy.ndarray
+        Read-only views of the record's bytes.
+    """
+
+    seq: int
+    kind: str
+    fields: dict = field(default_factory=dict)
+    arrays: dict = field(default_factory=dict)
+
+
+def encode(seq: int, kind: str, fields: dict | None = None, arrays: dict | None = None) -> bytes:
+    """A record's bytes, frame included."""
+    arrays = arrays or {}
+    contiguous = {name: np.ascontiguousarray(array) for name, array in arrays.items()}
+    header = dict(fields or {}, kind=kind,
+                  arrays=[[name, array.dtype.str, list(array.shape)] for name, array in contiguous.items()])
+    header_bytes = orjson.dumps(header)
+    body = b"".join([_BODY.pack(seq, len(header_bytes)), header_bytes]
+                    + [array.tobytes() for array in contiguous.values()])
+    return _FRAME.pack(len(body), zlib.crc32(body)) + body
+
+
+def _decode(body: memoryview) -> Record:
+    seq, header_length = _BODY.unpack_from(body)
+    start = _BODY.size
+    header = orjson.loads(body[start:start + header_length])
+    position = start + header_length
+    arrays = {}
+    for name, dtype, shape in header.pop("arrays"):
+        dtype = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        arrays[name] = np.frombuffer(body, dtype, count, position).reshape(shape)
+        position += count * dtype.itemsize
+    if position != len(body):
+        raise ValueError(f"record {seq} has {len(body) - position} bytes after its arrays")
+    return Record(seq=seq, kind=header.pop("kind"), fields=header, arrays=arrays)
+
+
+def read_records(data: bytes, offset: int = 0) -> tuple[list[Record], int]:
+    """The whole records of ``data[offset:]`` and the offset after the last of them.
+
+    Reading stops at the first incomplete or damaged record: a torn last
+    record (a process killed while appending), or one another process is
+    still writing.
+
+    Returns
+    -------
+    (list of Record, int)
+    """
+    view = memoryview(data)
+    records = []
+    while offset + _FRAME.size <= len(view):
+        length, checksum = _FRAME.unpack_from(view, offset)
+        end = offset + _FRAME.size + length
+        if length < _BODY.size or length > MAX_RECORD_BYTES or end > len(view):
+            break
+        body = view[offset + _FRAME.size:end]
+        if zlib.crc32(body) != checksum:
+            break
+        try:
+            record = _decode(body)
+        except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+            break
+        records.append(record)
+        offset = end
+    return records, offset
+
+
+def read_file(path: str, offset: int = 0) -> tuple[list[Record], int, int, int]:
+    """The whole records of a journal file from ``offset``.
+
+    Returns
+    -------
+    (records, end, size, inode)
+        ``end``: the offset after the last whole record; ``size`` the file's
+        size when read (``end < size``: a torn or unfinished record follows).
+
+    Raises
+    ------
+    FileNotFoundError
+    """
+    with open(path, "rb") as stream:
+        inode = os.fstat(stream.fileno()).st_ino
+        stream.seek(offset)
+        data = stream.read()
+    records, end = read_records(data)
+    return records, offset + end, offset + len(data), inode
+
+
+def write_new(path: str, records: list[bytes]) -> None:
+    """Replace the journal at ``path`` by a file of ``records`` (the base first), atomically."""
+    temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(temporary, "wb") as stream:
+        stream.write(b"".join(records))
+        stream.flush()
+        os.fsync(stream.fileno())
+    os.replace(temporary, path)
+    _fsync_directory(os.path.dirname(path))
+
+
+def _fsync_directory(directory: str) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        # Some file systems refuse fsync on a directory; they order renames anyway.
+        pass
+    finally:
+        os.close(descriptor)
+
+
+class JournalWriter:
+    """The appending end of one journal file, with group commit.
+
+    :meth:`append` runs under the scene's edit locks (one writer at a time);
+    :meth:`wait_durable` runs after they are released, so the next edit can
+    be applied and appended while this one's sync runs.
+
+    Parameters
+    ----------
+    path : str
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self._descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.inode = os.fstat(self._descriptor).st_ino
+        self._condition = threading.Condition()
+        self._written = 0
+        self._durable = 0
+        self._syncing = False
+        self.syncs = 0
+
+    def current(self) -> bool:
+        """Whether ``path`` still names this writer's file (a checkpoint replaces it)."""
+        try:
+            return os.stat(self.path).st_ino == self.inode
+        except FileNotFoundError:
+            return False
+
+    def cut(self, size: int) -> None:
+        """Drop a torn tail past ``size`` (call with the scene's file lock held)."""
+        os.ftruncate(self._descriptor, size)
+
+    def append(self, record: bytes, seq: int) -> None:
+        """Write a record (not yet durable: see :meth:`wait_durable`)."""
+        written = os.write(self._descriptor, record)
+        if written != len(record):
+            # A full disk: the short write is a torn record, cut off by the next writer.
+            raise OSError(f"journal {self.path}: wrote {written} of {len(record)} bytes")
+        with self._condition:
+            self._written = max(self._written, seq)
+
+    def wait_durable(self, seq: int) -> None:
+        """Return once record ``seq`` (appended by this writer) is on disk.
+
+        The caller that finds no sync running starts one covering everything
+        written so far; the others wait for it, and start the next if theirs
+        was written after it began.
+        """
+        with self._condition:
+            while self._durable < seq:
+                if self._syncing:
+                    self._condition.wait()
+                    continue
+                self._syncing = True
+                target = self._written
+                self._condition.release()
+                try:
+                    os.fdatasync(self._descriptor)
+                finally:
+                    self._condition.acquire()
+                    self._syncing = False
+                    self._condition.notify_all()
+                self._durable = max(self._durable, target)
+                self.syncs += 1
+
+    def close(self) -> None:
+        os.close(self._descriptor)
