@@ -7,17 +7,18 @@ answers as the route does.
 """
 
 import numpy as np
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from . import edits
 from .bodies import parse_json
-from .errors import ClientError, client_errors
+from .errors import ClientError, client_errors, validation_error
 from .schemas import ObjectBatch
 from .serialize import object_json
 from .store import SceneNotFound, SceneStore
 
 OBJECT_BATCH = TypeAdapter(ObjectBatch)
+NOT_A_LIST = 'a batch is a JSON list of entries {"id", "transform"?, "pickable"?, "mask"?, "name"?}'
 
 #: One record of a binary batch: int32 object id, then a 3×4 float32 matrix (the
 #: affine transform's top three rows, row-major), little-endian, no padding.
@@ -93,9 +94,16 @@ async def patch_objects(store: SceneStore, scene_id: str, entries: list) -> dict
     ClientError
     """
     if isinstance(entries, (bytes, bytearray)):
+        if entries.lstrip()[:1] not in (b"[", b""):
+            raise ClientError(422, NOT_A_LIST)
         parsed = parse_json(OBJECT_BATCH, entries)
+    elif not isinstance(entries, list):
+        raise ClientError(422, NOT_A_LIST)
     else:
-        parsed = OBJECT_BATCH.validate_python(entries) if entries else parse_json(OBJECT_BATCH, b"[]")
+        try:
+            parsed = OBJECT_BATCH.validate_python(entries)
+        except ValidationError as error:
+            raise validation_error(error) from None
     record, ids = batch_record(parsed)
     _, change, view = await run_in_threadpool(_recorded, store, scene_id, record)
     return _answer(view, change, ids)

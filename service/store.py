@@ -593,10 +593,9 @@ class SceneStore:
         staging = self.staging_dir / f"{os.getpid()}-{scene_id}"
         directory = self.scenes_dir / scene_id
         metadata = {"id": scene_id, "name": name, "created": _now(), "build_ms": round(build_ms, 3)}
-        scene.annotations[JOURNAL_SEQ] = 0
         try:
             staging.mkdir()
-            scene.save(staging / SCENE_DIR)
+            scene.save(staging / SCENE_DIR, annotations={JOURNAL_SEQ: 0})
             journal.write_new(str(staging / JOURNAL_FILE), [journal.encode(0, edits.BASE)])
             write_json_atomically(staging / SERVICE_FILE, metadata)
             _fsync_directory(staging)

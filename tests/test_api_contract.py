@@ -208,14 +208,21 @@ def test_examples_are_accepted_and_so_is_null_wherever_the_schema_offers_it(clie
             continue
         for name, example in content["examples"].items():
             body = example["value"]
-            response = client.request(method.upper(), path.format(scene_id=triangle_scene, object_id=0), json=body)
+            url = path.format(scene_id=triangle_scene, object_id=0, mesh_id=0)
+            response = client.request(method.upper(), url, json=body)
             assert response.status_code < 300, (method, path, name, response.text)
-            (schema,) = [choice for choice in _object_schemas(document, content["schema"])
-                         if set(choice.get("required", [])) <= set(body) <= set(choice["properties"])]
+            # A batch body is a list of entries: each entry stands for the body below.
+            listed = isinstance(body, list)
+            entry = body[0] if listed else body
+            root = content["schema"]
+            if listed:
+                root = root.get("items") or _object_schemas(document, root)[0]["items"]
+            (schema,) = [choice for choice in _object_schemas(document, root)
+                         if set(choice.get("required", [])) <= set(entry) <= set(choice["properties"])]
             for field, field_schema in schema["properties"].items():
                 if {"type": "null"} in field_schema.get("anyOf", []):
-                    response = client.request(method.upper(), path.format(scene_id=triangle_scene, object_id=0),
-                                              json={**body, field: None})
+                    nulled = {**entry, field: None}
+                    response = client.request(method.upper(), url, json=[nulled] if listed else nulled)
                     assert response.status_code < 300, (method, path, name, field, response.text)
                     tried += 1
     assert tried >= 20

@@ -170,7 +170,7 @@ def test_a_crash_while_creating_leaves_no_scene(tmp_path):
     store.open_all()
 
     class Unsaveable:
-        def save(self, directory):
+        def save(self, directory, annotations=None):
             Path(directory).mkdir()
             (Path(directory) / "half.npy").write_bytes(b"half")
             raise OSError("disk full")

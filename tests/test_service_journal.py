@@ -1,0 +1,206 @@
+"""The scene store's journal: replay past the checkpoint, a torn record dropped, checkpoints
+under concurrent edits, another process's edits followed, change events."""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import bvh
+from service import edits, journal
+from service.store import JOURNAL_SEQ, SCENE_DIR, SceneStore
+
+TRIANGLE = (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
+
+
+def moved(x: float) -> np.ndarray:
+    matrix = np.eye(4)
+    matrix[0, 3] = x
+    return matrix
+
+
+def make_scene(store: SceneStore, count: int = 4) -> str:
+    scene = bvh.Scene()
+    mesh = scene.add_mesh(*TRIANGLE)
+    for index in range(count):
+        scene.add_instance(mesh, moved(2.0 * index), name=f"o{index}")
+    return store.create(scene, "journal test", 0.0).id
+
+
+def move(store: SceneStore, scene_id: str, oid: int, x: float):
+    return store.record(scene_id, edits.objects_record([oid], moved(x)[None], []))
+
+
+def table(store: SceneStore, scene_id: str) -> dict:
+    stored = store.get(scene_id)
+    return {oid: (info.name, info.transform.tolist(), info.pickable) for oid, info in stored.view.objects.items()}
+
+
+def test_edits_are_replayed_past_the_checkpoint_on_open(tmp_path):
+    store = SceneStore(tmp_path)
+    scene_id = make_scene(store)
+    move(store, scene_id, 1, 10.0)
+    store.record(scene_id, edits.objects_record([], np.zeros((0, 4, 4)), [{"id": 2, "name": "two", "pickable": False}]))
+    store.record(scene_id, edits.add_record([{"mesh": 0, "transform": moved(5.0).tolist(), "name": "added"}]))
+    store.record(scene_id, edits.remove_record([0]))
+    store.record(scene_id, edits.vertices_record(0, TRIANGLE[0] * 2))
+    expected = table(store, scene_id)
+    assert store.get(scene_id).view.version == 5
+
+    reopened = SceneStore(tmp_path)
+    assert reopened.open_all() == []
+    assert table(reopened, scene_id) == expected
+    stored = reopened.get(scene_id)
+    assert stored.view.version == 5 and stored.checkpoint_seq == 0
+    assert np.array_equal(stored.scene.mesh_vertices(0), TRIANGLE[0] * 2)
+    hits = stored.scene.intersect(np.array([[11.5, 0.2, 1.0]]), np.array([[0.0, 0, -1]]))
+    assert hits.object.tolist() == [1]
+
+
+def test_a_torn_last_record_is_dropped_and_cut_off_by_the_next_edit(tmp_path):
+    store = SceneStore(tmp_path)
+    scene_id = make_scene(store)
+    move(store, scene_id, 1, 10.0)
+    path = store.get(scene_id).journal_path
+    torn = journal.encode(2, edits.OBJECTS, {"changes": [{"id": 0, "name": "never answered"}]})
+    with open(path, "ab") as stream:
+        stream.write(torn[:len(torn) - 3])
+
+    reopened = SceneStore(tmp_path)
+    reopened.open_all()
+    assert reopened.get(scene_id).view.version == 1
+    assert reopened.get(scene_id).view.objects[0].name == "o0"
+    move(reopened, scene_id, 3, 30.0)
+    records, end, size, _ = journal.read_file(path)
+    assert [r.seq for r in records] == [0, 1, 2] and end == size
+    assert table(SceneStore(tmp_path), scene_id) == table(reopened, scene_id)
+
+
+def test_records_the_checkpoint_holds_are_not_applied_twice(tmp_path):
+    # A crash between a checkpoint's save and the journal's restart leaves
+    # records the checkpoint already holds: opening skips them.
+    store = SceneStore(tmp_path)
+    scene_id = make_scene(store)
+    store.record(scene_id, edits.add_record([{"mesh": 0, "name": "once"}]))
+    move(store, scene_id, 4, 7.0)
+    stored = store.get(scene_id)
+    stored.scene.save(stored.directory / SCENE_DIR)
+    assert stored.scene.annotations[JOURNAL_SEQ] == 2
+
+    for _ in range(2):
+        reopened = SceneStore(tmp_path)
+        reopened.open_all()
+        assert table(reopened, scene_id) == table(store, scene_id)
+        assert [info.name for info in reopened.get(scene_id).view.objects.values()].count("once") == 1
+
+
+def test_checkpoints_under_concurrent_edits_lose_nothing(tmp_path):
+    store = SceneStore(tmp_path, checkpoint_records=25, checkpoint_seconds=0.05)
+    scene_id = make_scene(store, count=8)
+    last = {}
+    failures = []
+
+    def editor(oid: int):
+        try:
+            for step in range(1, 120):
+                move(store, scene_id, oid, float(step))
+                last[oid] = float(step)
+        except Exception as error:  # reported below
+            failures.append(error)
+
+    threads = [threading.Thread(target=editor, args=(oid,)) for oid in range(8)]
+    for thread in threads:
+        thread.start()
+    for _ in range(5):
+        store.checkpoint(scene_id)
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    store.checkpoint(scene_id)
+    stored = store.get(scene_id)
+    assert stored.view.version == 8 * 119
+    assert stored.checkpoint_seq > 0
+    records, _, _, _ = journal.read_file(stored.journal_path)
+    assert records[0].kind == edits.BASE and records[0].seq == stored.checkpoint_seq
+
+    reopened = SceneStore(tmp_path)
+    reopened.open_all()
+    assert {oid: rows[1][0][3] for oid, rows in table(reopened, scene_id).items()} == last
+    store.close()
+
+
+def test_another_process_edits_are_followed_and_numbered_in_one_sequence(tmp_path):
+    first, second = SceneStore(tmp_path), SceneStore(tmp_path)
+    scene_id = make_scene(first)
+    assert second.get(scene_id).view.version == 0
+    followed = second.get(scene_id)
+
+    move(first, scene_id, 0, 3.0)
+    assert second.get(scene_id) is followed and followed.view.version == 1
+    assert followed.view.objects[0].transform[0, 3] == 3.0
+    _, _, view = move(second, scene_id, 1, 4.0)
+    assert view.version == 2
+    assert first.get(scene_id).view.objects[1].transform[0, 3] == 4.0
+
+    # A checkpoint restarts the journal: the other process goes on from the new file.
+    first.checkpoint(scene_id)
+    move(first, scene_id, 2, 5.0)
+    assert second.get(scene_id) is followed and followed.view.version == 3
+
+    # Missing the records a checkpoint took in: the other process reopens.
+    third = SceneStore(tmp_path)
+    stale = third.get(scene_id)
+    move(first, scene_id, 3, 6.0)
+    first.checkpoint(scene_id)
+    move(first, scene_id, 3, 7.0)
+    current = third.get(scene_id)
+    assert current is not stale and current.view.version == 5
+    assert table(third, scene_id) == table(first, scene_id) == table(second, scene_id)
+
+
+def test_change_events_come_for_own_and_followed_edits(tmp_path):
+    first, second = SceneStore(tmp_path), SceneStore(tmp_path)
+    scene_id = make_scene(first)
+    second.get(scene_id)
+    seen = {"first": [], "second": []}
+    done = threading.Semaphore(0)
+
+    def listener(name):
+        def on_change(sid, event):
+            seen[name].append((sid, event))
+            done.release()
+        return on_change
+
+    first.on_change, second.on_change = listener("first"), listener("second")
+    move(first, scene_id, 1, 9.0)
+    second.get(scene_id)
+    first.record(scene_id, edits.remove_record([2]))
+    second.get(scene_id)
+    for _ in range(4):
+        assert done.acquire(timeout=10)
+    for name in seen:
+        (sid, event), (_, removal) = seen[name]
+        assert sid == scene_id
+        assert event["event"] == "moved" and event["version"] == 1
+        assert [o["id"] for o in event["objects"]] == [1] and event["objects"][0]["transform"][0][3] == 9.0
+        assert removal == {"event": "removed", "objects": [2], "version": 2}
+    first.close()
+    second.close()
+
+
+def test_a_refused_record_changes_nothing_and_is_not_journaled(tmp_path):
+    store = SceneStore(tmp_path)
+    scene_id = make_scene(store)
+    before = table(store, scene_id)
+    singular = np.zeros((2, 4, 4))
+    singular[:, 3, 3] = 1
+    with pytest.raises(ValueError, match=r"transforms\[0\] \(object 1\)"):
+        store.record(scene_id, edits.objects_record([1, 2], singular, [{"id": 0, "name": "no"}]))
+    with pytest.raises(bvh.UnknownIdError, match="entry 1: no object 99 in this scene"):
+        store.record(scene_id, edits.objects_record([1], moved(1.0)[None], [{"id": 99, "name": "no"}]))
+    assert table(store, scene_id) == before
+    stored = store.get(scene_id)
+    assert stored.view.version == 0
+    assert [r.seq for r in journal.read_file(stored.journal_path)[0]] == [0]
+    assert os.path.getsize(stored.journal_path) == stored.journal_end
