@@ -890,6 +890,14 @@ class Scene:
             counts = self._committed_pack().triangle_counts()
             return [self._info(oid, counts) for oid in np.flatnonzero(self._kind[:self._count] != REMOVED)]
 
+    def has_object(self, object_id) -> bool:
+        """Whether ``object_id`` is a live object of the scene."""
+        try:
+            self._check_object_id(object_id)
+        except UnknownIdError:
+            return False
+        return True
+
     def object(self, object_id) -> ObjectInfo:
         """One object; :class:`UnknownIdError` if there is none with this id."""
         with self._lock:

@@ -27,6 +27,8 @@ import numpy as np
 
 import bvh
 
+from bvh.shapes import MESH
+
 from .journal import Record
 
 OBJECTS = "objects"
@@ -63,7 +65,8 @@ def _check_ids(scene: bvh.Scene, ids, what: str) -> list[int]:
         if oid in seen:
             raise ValueError(f"{what}[{index}]: object {oid} appears twice")
         seen.add(oid)
-        scene.object(oid)
+        if not scene.has_object(oid):
+            raise bvh.UnknownIdError(f"{what}[{index}]: no object {oid} in this scene")
         checked.append(int(oid))
     return checked
 
@@ -75,12 +78,11 @@ def _apply_objects(scene: bvh.Scene, record: Record) -> Change:
     # Checked before anything changes, in the order the client sent them:
     # set_transforms refuses a bad matrix before it moves anything, and the
     # other fields cannot be refused.
-    order = record.fields.get("order") or moved.tolist() + changed_ids
+    # Moves alone are checked by set_transforms, which names the entry.
+    order = record.fields.get("order") or (moved.tolist() + changed_ids if changed_ids else [])
     for index, oid in enumerate(order):
-        try:
-            scene.object(oid)
-        except bvh.UnknownIdError:
-            raise bvh.UnknownIdError(f"entry {index}: no object {oid} in this scene") from None
+        if not scene.has_object(oid):
+            raise bvh.UnknownIdError(f"entry {index}: no object {oid} in this scene")
     with scene.batch():
         if moved.shape[0]:
             scene.set_transforms(moved, record.arrays["transforms"])
@@ -125,7 +127,8 @@ def _apply_remove(scene: bvh.Scene, record: Record) -> Change:
 def _apply_vertices(scene: bvh.Scene, record: Record) -> Change:
     mesh = record.fields["mesh"]
     scene.update_mesh(mesh, record.arrays["vertices"])
-    return Change("vertices", [info.id for info in scene.objects if info.mesh == mesh], mesh)
+    rows = scene.object_rows()
+    return Change("vertices", rows.ids[(rows.kind == MESH) & (rows.mesh == mesh)].tolist(), mesh)
 
 
 _APPLY = {OBJECTS: _apply_objects, ADD: _apply_add, REMOVE: _apply_remove, VERTICES: _apply_vertices}

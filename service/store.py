@@ -130,8 +130,6 @@ class SceneView:
     ----------
     objects : ObjectTable
         Live objects by id (``bvh.ObjectInfo``).
-    triangles : int
-    bounds : (2, 3) float64, NaN when empty
     mesh_arrays : dict of int to (vertices (V, 3), faces (F, 3))
         Each mesh's arrays; a vertex update replaces its mesh's entry.
     version : int
@@ -139,10 +137,18 @@ class SceneView:
     """
 
     objects: ObjectTable
-    triangles: int
-    bounds: np.ndarray
     mesh_arrays: dict
     version: int = 0
+
+    @property
+    def triangles(self) -> int:
+        """Triangles over the live objects, counting each instance (worked out on first use)."""
+        return self.objects.triangles
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """(2, 3) float64 world box of the live objects, NaN when empty (worked out on first use)."""
+        return self.objects.bounds
 
 
 @dataclass
@@ -199,26 +205,27 @@ class StoredScene:
     def mesh_arrays(self) -> dict:
         return self.view.mesh_arrays
 
-    def publish(self, change: Change | None = None) -> None:
+    def publish(self, change: Change | None = None, new_meshes: bool = True) -> None:
         """Take a new :class:`SceneView` (call with the scene's lock held, after changing it).
 
         ``change``: what changed since the last view (only those objects are
-        read again); None reads the whole table.
+        read again); None reads the whole table. ``new_meshes``: whether
+        meshes may have been added.
         """
         scene = self.scene
         previous = self.view
         mesh_arrays = dict(previous.mesh_arrays) if previous is not None else {}
         if change is not None and change.mesh is not None:
-            mesh_arrays.pop(change.mesh, None)
-        for info in scene.meshes:
-            if info.id not in mesh_arrays:
-                mesh_arrays[info.id] = (scene.mesh_vertices(info.id), scene.mesh_faces(info.id))
+            mesh_arrays[change.mesh] = (scene.mesh_vertices(change.mesh), scene.mesh_faces(change.mesh))
+        if new_meshes or previous is None:
+            for info in scene.meshes:
+                if info.id not in mesh_arrays:
+                    mesh_arrays[info.id] = (scene.mesh_vertices(info.id), scene.mesh_faces(info.id))
         if previous is None or change is None:
             objects = ObjectTable.of(scene)
         else:
             objects = previous.objects.changed(scene, change.objects)
-        self.view = SceneView(objects=objects, triangles=scene.triangle_count, bounds=scene.bounds,
-                              mesh_arrays=mesh_arrays, version=self.seq)
+        self.view = SceneView(objects=objects, mesh_arrays=mesh_arrays, version=self.seq)
 
     def consistent(self, query: Callable[[bvh.Scene], Result]) -> tuple[Result, SceneView]:
         """Run a query and return it with the view of the same scene state.
@@ -544,7 +551,7 @@ class SceneStore:
                     change = edits.apply(stored.scene, record)
                     stored.seq = record.seq
                     stored.scene.annotations[JOURNAL_SEQ] = record.seq
-                    stored.publish(change)
+                    stored.publish(change, new_meshes=False)
             except (ValueError, LookupError) as error:
                 log.error("scene %s: journal record %d does not apply (%s); reopening", scene_id, record.seq, error)
                 stored = self._scenes[scene_id] = self._reopen(scene_id)
@@ -664,7 +671,7 @@ class SceneStore:
                     data = journal.encode(seq, record.kind, fields, record.arrays)
                     stored.seq = seq
                     scene.annotations[JOURNAL_SEQ] = seq
-                    stored.publish(change)
+                    stored.publish(change, new_meshes=False)
                     view = stored.view
                 try:
                     stored.writer.append(data, seq)

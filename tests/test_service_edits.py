@@ -90,7 +90,7 @@ def test_a_refused_json_batch_changes_nothing(client, row_scene, body, status, m
     (binary_moves([1, -3], [np.eye(4)[:3]] * 2), "record 1: object id -3 is negative"),
     (binary_moves([1, 2], [np.eye(4)[:3], np.full((3, 4), np.nan)]),
      "record 1 (object 2): the transform has a NaN or infinite entry"),
-    (binary_moves([1, 7], [np.eye(4)[:3]] * 2), "entry 1: no object 7 in this scene"),
+    (binary_moves([1, 7], [np.eye(4)[:3]] * 2), "transforms[1] (object 7): no object 7 in this scene"),
 ])
 def test_a_refused_binary_batch_changes_nothing(client, row_scene, body, message):
     before = client.get(f"/scenes/{row_scene}").json()
