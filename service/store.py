@@ -457,7 +457,7 @@ class SceneStore:
                 with _scene_lock(stored.scene):
                     edits.apply(stored.scene, record)
                     stored.seq = record.seq
-                    stored.scene.annotations[JOURNAL_SEQ] = record.seq
+                    stored.scene.annotate(JOURNAL_SEQ, record.seq)
             except (ValueError, LookupError) as error:
                 raise ValueError(f"journal record {record.seq} ({record.kind}) does not apply: {error}") from None
             applied += 1
@@ -550,7 +550,7 @@ class SceneStore:
                 with _scene_lock(stored.scene):
                     change = edits.apply(stored.scene, record)
                     stored.seq = record.seq
-                    stored.scene.annotations[JOURNAL_SEQ] = record.seq
+                    stored.scene.annotate(JOURNAL_SEQ, record.seq)
                     stored.publish(change, new_meshes=False)
             except (ValueError, LookupError) as error:
                 log.error("scene %s: journal record %d does not apply (%s); reopening", scene_id, record.seq, error)
@@ -670,7 +670,7 @@ class SceneStore:
                         fields["ids"] = change.objects
                     data = journal.encode(seq, record.kind, fields, record.arrays)
                     stored.seq = seq
-                    scene.annotations[JOURNAL_SEQ] = seq
+                    scene.annotate(JOURNAL_SEQ, seq)
                     stored.publish(change, new_meshes=False)
                     view = stored.view
                 try:
@@ -736,7 +736,7 @@ class SceneStore:
                         result = change(scene)
                         seq = stored.seq + 1
                         stored.seq = seq
-                        scene.annotations[JOURNAL_SEQ] = seq
+                        scene.annotate(JOURNAL_SEQ, seq)
                         described = describe(result) if describe is not None else None
                         stored.publish(described)
                     _build_snapshot(scene)

@@ -1,0 +1,331 @@
+"""Scene edits at editor rates (issue 15): moves refit the top level instead
+of rebuilding it, set_transforms moves many objects all or nothing, and
+saves carry annotations and run beside edits."""
+
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bvh
+from bvh.refit import wide_sah_cost
+from bvh.scene import REBUILD_RATIO
+
+from .meshes import pick_rays, sample_mesh
+from .reference_raycast import closest_hits
+from .test_scene import flatten, random_transform
+
+DATA = Path(__file__).parent / "data"
+
+
+def _scene(count=200, seed=0):
+    """``count`` instances of two sample meshes (a third mirrored, all turned
+    and non-uniformly scaled) and two shapes."""
+    rng = np.random.default_rng(seed)
+    scene = bvh.Scene()
+    meshes = [scene.add_mesh(*sample_mesh(name)) for name in ("torus.ply", "gear.stl")]
+    for k in range(count):
+        scene.add_instance(meshes[k % 2], random_transform(rng, mirror=k % 3 == 0, spread=20.0), name=f"o{k}")
+    scene.add_shape("sphere", random_transform(rng, spread=20.0), radius=0.7)
+    scene.add_shape("box", random_transform(rng, mirror=True, spread=20.0), size=[1.0, 0.6, 1.6])
+    return scene
+
+
+def _fresh(scene):
+    """A scene built anew with ``scene``'s meshes and its objects as they are now."""
+    fresh = bvh.Scene()
+    meshes = {info.id: fresh.add_mesh(scene.mesh_vertices(info.id), scene.mesh_faces(info.id))
+              for info in scene.meshes}
+    for info in scene.objects:
+        if info.kind == "mesh":
+            fresh.add_instance(meshes[info.mesh], info.transform, info.name, info.mask, info.pickable)
+        else:
+            fresh.add_shape(info.kind, info.transform, info.name, info.mask, info.pickable, **info.params)
+    return fresh
+
+
+def _moves(rng, scene, steps):
+    """Random single and batched moves, small (a drag step) and large
+    (anywhere, mirrored, non-uniformly scaled), queries between them."""
+    ids = np.array([info.id for info in scene.objects])
+    for step in range(steps):
+        if step % 3 == 2:
+            chosen = rng.choice(ids, size=int(rng.integers(1, ids.size)), replace=False)
+        else:
+            chosen = rng.choice(ids, size=1)
+        matrices = []
+        for oid in chosen.tolist():
+            if rng.random() < 0.5:
+                matrix = scene.object(oid).transform.copy()
+                matrix[:3, 3] += rng.normal(size=3) * 0.3
+            else:
+                matrix = random_transform(rng, mirror=rng.random() < 0.5, spread=20.0)
+            matrices.append(matrix)
+        if chosen.size == 1 and step % 2:
+            scene.set_transform(int(chosen[0]), matrices[0])
+        else:
+            scene.set_transforms(chosen, np.stack(matrices)[:, :3] if step % 4 == 0 else np.stack(matrices))
+        scene.intersect([0.0, 0.0, 50.0], [0.0, 0.0, -1.0])
+
+
+def _assert_same_hits(ours, theirs):
+    for field in ("object", "mesh", "triangle", "t", "u", "v", "point", "normal", "front_face"):
+        np.testing.assert_array_equal(getattr(ours, field), getattr(theirs, field), err_msg=field)
+
+
+def test_moved_scenes_agree_with_fresh_scenes_and_the_brute_force():
+    scene = _scene()
+    scene._snapshot()
+    _moves(np.random.default_rng(1), scene, 40)
+    # Most snapshots were refits; large moves of many objects make the cost
+    # ratio ask for some rebuilds.
+    assert scene.top_level_builds < 30
+    vertices, faces, owner, _ = flatten(scene)
+    origins, directions = pick_rays(vertices, 3000, np.random.default_rng(2), axis_aligned_fraction=0.1)
+    hits = scene.intersect(origins, directions)
+    # The same transforms give the same inverses and mesh trees, so every
+    # field of every ray is the fresh scene's: the top-level tree is only
+    # where candidates come from.
+    _assert_same_hits(hits, _fresh(scene).intersect(origins, directions))
+    ref_triangle, ref_t, _, _, edge = closest_hits(vertices, faces, origins, directions)
+    on_mesh = ~(hits.hit & (hits.mesh < 0))
+    agree = (hits.hit == (ref_triangle >= 0))[on_mesh]
+    assert agree.mean() >= 0.999
+    assert (np.abs(edge[on_mesh][~agree]) < 1e-6).all()
+    both = np.flatnonzero(hits.hit & (ref_triangle >= 0) & on_mesh)
+    assert both.size > 300
+    assert np.mean(hits.object[both] == owner[ref_triangle[both]]) >= 0.999
+    np.testing.assert_allclose(hits.t[both], ref_t[both], rtol=1e-5, atol=1e-6)
+
+
+def test_refitted_boxes_hold_every_moved_object():
+    scene = _scene(count=120, seed=3)
+    _moves(np.random.default_rng(4), scene, 30)
+    snap = scene._snapshot()
+    nodes = snap.top_nodes
+    for info in scene.objects:
+        if info.kind != "mesh":
+            continue
+        world = scene.mesh_vertices(info.mesh) @ info.transform[:3, :3].T + info.transform[:3, 3]
+        row, slot = snap.leaf_row[info.id], snap.leaf_slot[info.id]
+        lo = nodes[row, [slot, slot + 4, slot + 8]]
+        hi = nodes[row, [slot + 12, slot + 16, slot + 20]]
+        assert (lo <= world.min(axis=0)).all() and (hi >= world.max(axis=0)).all()
+        # Each ancestor's slot holds its child row's boxes.
+        while snap.row_parent[row] >= 0:
+            parent, parent_slot = snap.row_parent[row], snap.row_parent_slot[row]
+            assert (nodes[parent, [parent_slot + 4 * a for a in range(3)]] <= lo).all()
+            assert (nodes[parent, [parent_slot + 12 + 4 * a for a in range(3)]] >= hi).all()
+            row = parent
+
+
+def test_a_refit_to_the_same_transforms_gives_the_built_tree_bit_for_bit():
+    scene = _scene(count=80, seed=5)
+    built = scene._snapshot().top_nodes.copy()
+    ids = [info.id for info in scene.objects]
+    scene.set_transforms(ids, np.stack([scene.object(oid).transform for oid in ids]))
+    assert scene.top_level_builds == 1
+    assert np.array_equal(scene._snapshot().top_nodes.view(np.int32), built.view(np.int32))
+    assert scene.top_level_cost_ratio() == 1.0
+
+
+def test_the_tracked_cost_is_the_trees_sah_cost_and_a_degraded_tree_is_rebuilt():
+    scene = _scene(count=150, seed=6)
+    ids = np.array([info.id for info in scene.objects])
+    rng = np.random.default_rng(7)
+    scene._snapshot()
+    assert scene.top_level_builds == 1
+    ratios = []
+    for _ in range(60):
+        # Scramble a few objects at a time: boxes once near each other fly
+        # apart, and their ancestors' boxes grow over the whole scene.
+        chosen = rng.choice(ids, size=8, replace=False)
+        scene.set_transforms(chosen, np.stack([random_transform(rng, spread=60.0) for _ in chosen]))
+        ratios.append(scene.top_level_cost_ratio())
+        snap = scene._snapshot()
+        exact = wide_sah_cost(snap.top_nodes, snap.top_nodes.view(np.int32), 1.0, 1.0)
+        assert snap.top_cost == pytest.approx(exact, rel=1e-9)
+        assert ratios[-1] <= REBUILD_RATIO
+    assert scene.top_level_builds > 1, "a refit past the ratio rebuilds"
+    assert max(ratios) > 1.2
+    assert 1.0 in ratios
+
+
+def test_masks_pickable_and_names_do_not_rebuild():
+    scene = _scene(count=60, seed=8)
+    scene._snapshot()
+    before = scene._snapshot().top_nodes
+    scene.set_mask(3, 0b10)
+    scene.set_pickable(4, False)
+    scene.set_name(5, "renamed")
+    snap = scene._snapshot()
+    assert scene.top_level_builds == 1 and snap.top_nodes is before
+    assert not snap.enabled[4] and snap.enabled[3] and snap.mask[3] == 0b10
+    origins = np.array([scene.object(k).bounds.mean(axis=0) + [0.0, 0.0, 50.0] for k in (3, 4)])
+    directions = np.tile([0.0, 0.0, -1.0], (2, 1))
+    _assert_same_hits(scene.intersect(origins, directions, mask=0b1),
+                      _fresh(scene).intersect(origins, directions, mask=0b1))
+
+
+def _state(scene):
+    return [(o.id, o.transform.tobytes(), o.bounds.tobytes()) for o in scene.objects]
+
+
+@pytest.mark.parametrize("entry, change, error, message", [
+    (2, lambda ids, m: ids.__setitem__(2, 999), bvh.UnknownIdError,
+     "transforms[2] (object 999): no object 999 in this scene"),
+    (4, lambda ids, m: ids.__setitem__(4, ids[1]), ValueError,
+     "transforms[4] (object {oid}): object {oid} is given twice (also transforms[1])"),
+    (3, lambda ids, m: m.__setitem__((3, 0, 1), np.nan), ValueError,
+     "transforms[3] (object {oid}): transform contains NaN or infinite values"),
+    (1, lambda ids, m: m.__setitem__((1, 3, 0), 0.5), ValueError,
+     "transforms[1] (object {oid}): transform must be affine: its last row must be [0, 0, 0, 1], "
+     "got [0.5, 0.0, 0.0, 1.0]"),
+    (5, lambda ids, m: m.__setitem__((5, slice(0, 3), 0), m[5, :3, 1]), ValueError,
+     "transforms[5] (object {oid}): transform is not invertible: its 3x3 part is singular"),
+    (0, lambda ids, m: m.__setitem__((0, 0, 3), 1e38), ValueError,
+     "transforms[0] (object {oid}): transform places the object beyond 1e+37 from the origin"),
+])
+def test_set_transforms_is_all_or_nothing(entry, change, error, message):
+    scene = _scene(count=40, seed=9)
+    scene.remove(7)
+    rng = np.random.default_rng(10)
+    ids = np.array([3, 11, 12, 20, 30, 39])
+    matrices = np.stack([random_transform(rng) for _ in ids])
+    # A bad entry after the first one must not win over it.
+    matrices[5, 0, 3] = np.nan if entry < 5 else matrices[5, 0, 3]
+    change(ids, matrices)
+    origins, directions = pick_rays(flatten(scene)[0], 500, np.random.default_rng(11))
+    hits, state = scene.intersect(origins, directions), _state(scene)
+    with pytest.raises(error) as raised:
+        scene.set_transforms(ids, matrices)
+    expected = message.format(oid=ids[entry])
+    assert str(raised.value).strip("'\"").startswith(expected)
+    assert _state(scene) == state
+    _assert_same_hits(scene.intersect(origins, directions), hits)
+    with pytest.raises(bvh.UnknownIdError, match=r"transforms\[0\] \(object 7\): no object 7"):
+        scene.set_transforms([7], np.eye(4)[None])
+
+
+def test_set_transforms_refuses_malformed_arrays_and_takes_rows_of_three():
+    scene = _scene(count=10, seed=12)
+    with pytest.raises(ValueError, match=r"transforms must have shape \(2, 4, 4\) or \(2, 3, 4\)"):
+        scene.set_transforms([0, 1], np.eye(4))
+    with pytest.raises(ValueError, match="object_ids must be a 1-D list of integer object ids"):
+        scene.set_transforms([0.0, 1.0], np.tile(np.eye(4), (2, 1, 1)))
+    with pytest.raises(ValueError, match="object_ids must be a 1-D list of integer object ids"):
+        scene.set_transforms([True], np.eye(4)[None])
+    scene.set_transforms([], np.zeros((0, 4, 4)))
+    moved = random_transform(np.random.default_rng(13))
+    scene.set_transforms(np.array([4], np.uint32), moved[None, :3])
+    single = _scene(count=10, seed=12)
+    single.set_transform(4, moved)
+    assert np.array_equal(scene.object(4).transform, moved)
+    assert np.array_equal(scene.object(4).bounds, single.object(4).bounds)
+    # set_transform keeps its own messages.
+    with pytest.raises(ValueError, match="^transform contains NaN or infinite values$"):
+        scene.set_transform(4, np.full((4, 4), np.nan))
+
+
+def test_set_transforms_is_one_change_for_queries():
+    scene = _scene(count=30, seed=14)
+    rng = np.random.default_rng(15)
+    ids = np.arange(30)
+    matrices = np.stack([random_transform(rng, spread=20.0) for _ in ids])
+    fresh_before = _fresh(scene)
+    origins, directions = pick_rays(flatten(scene)[0], 400, np.random.default_rng(16))
+    seen = []
+    with scene.batch():
+        scene.set_transforms(ids, matrices)
+        thread = threading.Thread(target=lambda: seen.append(scene.intersect(origins, directions)))
+        thread.start()
+        thread.join()
+    _assert_same_hits(seen[0], fresh_before.intersect(origins, directions))
+    _assert_same_hits(scene.intersect(origins, directions), _fresh(scene).intersect(origins, directions))
+
+
+def test_annotations_round_trip(tmp_path):
+    scene = _scene(count=5, seed=17)
+    assert scene.annotations == {}
+    scene.save(tmp_path / "s", annotations={"journal": 41, "by": "store"})
+    opened = bvh.Scene.open(tmp_path / "s")
+    assert opened.annotations == {"journal": 41, "by": "store"}
+    assert json.loads((tmp_path / "s" / "manifest.json").read_text())["metadata"]["annotations"] == \
+        {"journal": 41, "by": "store"}
+    opened.annotations["journal"] = 0
+    assert opened.annotations["journal"] == 41, "a copy, not the scene's own"
+    # A save without annotations keeps the scene's own, as annotate changed them.
+    opened.annotate("journal", 42)
+    opened.save(tmp_path / "s")
+    assert bvh.Scene.open(tmp_path / "s").annotations == {"journal": 42, "by": "store"}
+    opened.save(tmp_path / "s", annotations={})
+    assert bvh.Scene.open(tmp_path / "s").annotations == {}
+    for bad, problem in [([1], "must be a dict"), ({1: 2}, "string keys"), ({"x": float("nan")}, "JSON data"),
+                         ({"x": object()}, "JSON data"), ({"x": "y" * 70000}, "more than 65536")]:
+        with pytest.raises(ValueError, match=problem):
+            opened.save(tmp_path / "t", annotations=bad)
+    assert not (tmp_path / "t" / "manifest.json").exists()
+
+
+def test_a_scene_saved_before_annotations_opens_with_none(tmp_path):
+    directory = tmp_path / "old"
+    shutil.copytree(DATA / "scene_format_v1", directory)
+    assert bvh.Scene.open(directory).annotations == {}
+
+
+def test_saves_during_edits_write_consistent_scenes(tmp_path):
+    scene = _scene(count=100, seed=18)
+    ids = np.array([info.id for info in scene.objects if info.kind == "mesh"])
+    stop = threading.Event()
+    errors = []
+
+    def mover():
+        # Every batch moves all mesh objects by one shared translation:
+        # a consistent save has a single translation for all of them.
+        rng = np.random.default_rng(19)
+        base = np.stack([scene.object(int(oid)).transform for oid in ids])
+        step = 0
+        while not stop.is_set():
+            step += 1
+            moved = base.copy()
+            moved[:, :3, 3] += step * 0.01
+            scene.set_transforms(ids, moved)
+            scene.intersect(rng.normal(size=(4, 3)) * 5, rng.normal(size=(4, 3)))
+
+    def saver(k):
+        try:
+            for round_ in range(4):
+                scene.save(tmp_path / "s", annotations={"saver": k, "round": round_})
+        except Exception as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    base = np.stack([scene.object(int(oid)).transform for oid in ids])
+    thread = threading.Thread(target=mover)
+    thread.start()
+    savers = [threading.Thread(target=saver, args=(k,)) for k in range(2)]
+    for s in savers:
+        s.start()
+    for s in savers:
+        s.join()
+    stop.set()
+    thread.join()
+    assert not errors
+    opened = bvh.Scene.open(tmp_path / "s")
+    assert opened.annotations["round"] == 3
+    shifts = np.stack([opened.object(int(oid)).transform[:3, 3] for oid in ids]) - base[:, :3, 3]
+    np.testing.assert_allclose(shifts, shifts[0:1].repeat(len(ids), axis=0), atol=1e-9)
+    origins, directions = pick_rays(flatten(opened)[0], 500, np.random.default_rng(20))
+    _assert_same_hits(opened.intersect(origins, directions), _fresh(opened).intersect(origins, directions))
+
+
+def test_open_of_many_instances_gives_the_boxes_of_one_by_one_placement(tmp_path):
+    scene = _scene(count=50, seed=21)
+    scene.remove(10)
+    scene.save(tmp_path / "s")
+    opened = bvh.Scene.open(tmp_path / "s")
+    assert len(opened) == len(scene)
+    for a, b in zip(opened.objects, scene.objects):
+        assert np.array_equal(a.bounds, b.bounds) and np.array_equal(a.transform, b.transform)
