@@ -62,8 +62,15 @@ def city_file(directory: Path, objects: int) -> Path:
     return path
 
 
-def move_body(x: float) -> bytes:
-    return json.dumps({"transform": [[1, 0, 0, x], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]}).encode()
+def move_body(x: float, origin=(0.0, 0.0, 0.0)) -> bytes:
+    """A move of an object placed at ``origin`` to ``x`` along the x axis from there."""
+    ox, oy, oz = origin
+    return json.dumps({"transform": [[1, 0, 0, ox + x], [0, 1, 0, oy], [0, 0, 1, oz], [0, 0, 0, 1]]}).encode()
+
+
+def drag(step: int) -> float:
+    """Where a dragged object is at a step: back and forth within a unit, as a hand on a gizmo."""
+    return 0.01 * (step % 100)
 
 
 class Connection:
@@ -91,15 +98,16 @@ class Connection:
         self.socket.close()
 
 
-def sequential_moves(url: str, scene_id: str, objects: int, count: int) -> dict:
+def sequential_moves(url: str, scene_id: str, origins: np.ndarray, count: int) -> dict:
     connection = Connection(url)
     seconds = np.empty(count)
     rng = np.random.default_rng(1)
-    ids = rng.integers(0, objects, count)
+    ids = rng.integers(0, origins.shape[0], count)
     try:
         for k in range(count):
+            body = move_body(drag(k), origins[ids[k]])
             start = time.perf_counter()
-            status, answer = connection.call("PATCH", f"/scenes/{scene_id}/objects/{ids[k]}", move_body(float(k)))
+            status, answer = connection.call("PATCH", f"/scenes/{scene_id}/objects/{ids[k]}", body)
             seconds[k] = time.perf_counter() - start
             if status != 200:
                 raise RuntimeError(f"move answered {status}: {answer[:200]!r}")
@@ -109,15 +117,20 @@ def sequential_moves(url: str, scene_id: str, objects: int, count: int) -> dict:
             "p99_ms": np.percentile(seconds, 99) * 1e3}
 
 
-def concurrent_moves_wrk(url: str, scene_id: str, objects: int, connections: int, seconds: float) -> dict:
+def concurrent_moves_wrk(url: str, scene_id: str, origins: np.ndarray, connections: int, seconds: float) -> dict:
+    table = ",".join(f"{{{x!r},{y!r},{z!r}}}" for x, y, z in origins.tolist())
     lua = f"""
 wrk.method = "PATCH"
 wrk.headers["Content-Type"] = "application/json"
 counter = 0
+origins = {{{table}}}
 request = function()
   counter = counter + 1
-  local oid = math.random(0, {objects - 1})
-  local body = '{{"transform": [[1, 0, 0, ' .. counter .. '], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]}}'
+  local oid = math.random(0, {origins.shape[0] - 1})
+  local o = origins[oid + 1]
+  local x = o[1] + 0.01 * (counter % 100)
+  local body = '{{"transform": [[1, 0, 0, ' .. x .. '], [0, 1, 0, ' .. o[2] .. '], [0, 0, 1, ' .. o[3]
+    .. '], [0, 0, 0, 1]]}}'
   return wrk.format(nil, "/scenes/{scene_id}/objects/" .. oid, nil, body)
 end
 """
@@ -140,7 +153,7 @@ end
             "p50_ms": milliseconds("50%"), "p99_ms": milliseconds("99%"), "client": "wrk"}
 
 
-def concurrent_moves_python(url: str, scene_id: str, objects: int, connections: int, seconds: float) -> dict:
+def concurrent_moves_python(url: str, scene_id: str, origins: np.ndarray, connections: int, seconds: float) -> dict:
     parts = urllib.parse.urlsplit(url)
     host = f"{parts.hostname}:{parts.port}"
     latencies: list[float] = []
@@ -151,9 +164,10 @@ def concurrent_moves_python(url: str, scene_id: str, objects: int, connections: 
         k = 0
         while time.perf_counter() < deadline:
             k += 1
-            path = f"/scenes/{scene_id}/objects/{rng.randrange(objects)}"
+            oid = rng.randrange(origins.shape[0])
+            path = f"/scenes/{scene_id}/objects/{oid}"
             start = time.perf_counter()
-            writer.write(raw_request("PATCH", path, host, move_body(float(k))))
+            writer.write(raw_request("PATCH", path, host, move_body(drag(k), origins[oid])))
             head = await reader.readuntil(b"\r\n\r\n")
             await reader.readexactly(_response_length(head))
             if not head.startswith(b"HTTP/1.1 200"):
@@ -173,15 +187,16 @@ def concurrent_moves_python(url: str, scene_id: str, objects: int, connections: 
             "p99_ms": np.percentile(values, 99) * 1e3, "client": "python"}
 
 
-def batch_round_trip(url: str, scene_id: str, objects: int, repeats: int) -> dict:
+def batch_round_trip(url: str, scene_id: str, origins: np.ndarray, repeats: int) -> dict:
     connection = Connection(url)
-    records = np.zeros(objects, BINARY_MOVE)
-    records["id"] = np.arange(objects)
+    records = np.zeros(origins.shape[0], BINARY_MOVE)
+    records["id"] = np.arange(origins.shape[0])
     seconds = []
     try:
         for repeat in range(repeats):
             records["rows"] = np.eye(4, dtype=np.float32)[:3]
-            records["rows"][:, 1, 3] = repeat
+            records["rows"][:, :, 3] = origins
+            records["rows"][:, 1, 3] += drag(repeat)
             start = time.perf_counter()
             status, answer = connection.call("PATCH", f"/scenes/{scene_id}/objects", records.tobytes(),
                                              "application/octet-stream")
@@ -198,6 +213,8 @@ class Stream:
     """Edits from several connections until stopped or the server dies: what was acknowledged and sent."""
 
     def __init__(self, url: str, scene_id: str, objects: int, start_value: float):
+        # Values are x translations; objects start at x = 0 on another row of the grid each, so a
+        # value may grow (it tells edits apart) while the boxes stay apart in y and z.
         self.url, self.scene_id, self.objects = url, scene_id, objects
         self.acked: dict[int, float] = {}
         self.sent: dict[int, float] = {}
@@ -310,12 +327,13 @@ def main(argv=None) -> int:
             scene = upload(server.url, city_file(scratch, args.objects))
             print(f"uploaded {len(scene['objects'])} objects in {time.perf_counter() - started:.1f} s", flush=True)
             scene_id = scene["id"]
-            print("1. sequential single moves:", _rounded(sequential_moves(server.url, scene_id, args.objects,
+            origins = np.array([o["transform"] for o in sorted(scene["objects"], key=lambda o: o["id"])])[:, :3, 3]
+            print("1. sequential single moves:", _rounded(sequential_moves(server.url, scene_id, origins,
                                                                          args.moves)), flush=True)
             concurrent = concurrent_moves_wrk if _has_wrk() else concurrent_moves_python
-            print("2. 16 connections:", _rounded(concurrent(server.url, scene_id, args.objects, 16, args.seconds)),
+            print("2. 16 connections:", _rounded(concurrent(server.url, scene_id, origins, 16, args.seconds)),
                   flush=True)
-            print("3. binary batch of every object:", _rounded(batch_round_trip(server.url, scene_id, args.objects,
+            print("3. binary batch of every object:", _rounded(batch_round_trip(server.url, scene_id, origins,
                                                                                20)), flush=True)
             for result in durability_rounds(server, scene_id, args.objects, args.rounds, args.acked):
                 print("4. kill -9:", _rounded(result), flush=True)

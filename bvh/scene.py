@@ -1096,7 +1096,9 @@ class Scene:
         transforms and boxes), objects ``flagged`` (new mask or
         pickability), or, with neither, one the top level cannot follow by a
         refit (an object added or removed, a mesh changed)."""
-        self._objects_token = uuid.uuid4().hex
+        # A new token is drawn by the next save: a random draw costs a
+        # system call, more than the rest of a one-object move.
+        self._objects_token = None
         if moved is not None:
             self._moved.append(moved)
         elif flagged is not None:
@@ -1774,6 +1776,8 @@ class Scene:
                               object_transform=self._transform[:n].copy(), object_mask=self._mask[:n].copy(),
                               object_pickable=self._pickable[:n].copy(), shape_start=starts,
                               shape_data=shape_data)
+                if self._objects_token is None:
+                    self._objects_token = uuid.uuid4().hex
                 tokens = {name: self._pack_token for name in ARRAY_NAMES}
                 tokens.update({name: self._objects_token for name in _OBJECT_ARRAYS})
                 # Lists are copied (names are replaced, never changed in

@@ -128,7 +128,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
 
     # The pick routes first: the router tries routes in order, and these are the hot ones.
-    routers = (picks.direct_router, picks.router, health.router, select.router, render.router, scenes.router,
+    routers = (picks.direct_router, objects.direct_router, picks.router, health.router, select.router, render.router, scenes.router,
                objects.router, viewer.router)
     for router in routers:
         app.include_router(router)
@@ -137,7 +137,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                                                   for route in router.routes)])
 
     # add_middleware wraps what is there: the last added runs first.
-    app.add_middleware(DirectRoutes, routes=picks.direct_router.routes,
+    app.add_middleware(DirectRoutes, routes=picks.direct_router.routes + objects.direct_router.routes,
                        http_error=http_error)
     app.add_middleware(BodyLimit, limit_mb=settings.max_upload_mb)
     if settings.api_key is not None:

@@ -8,7 +8,6 @@ answers as the route does.
 
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from . import edits
 from .bodies import parse_json
@@ -44,11 +43,11 @@ def binary_vertices(body: bytes) -> np.ndarray:
     return vertices
 
 
-def _recorded(store: SceneStore, scene_id: str, record):
-    """``store.record`` with the library's refusals as 422/404 and an unknown scene as 404."""
+async def _recorded(store: SceneStore, scene_id: str, record):
+    """``store.record_soon`` with the library's refusals as 422/404 and an unknown scene as 404."""
     try:
         with client_errors():
-            return store.record(scene_id, record)
+            return await store.record_soon(scene_id, record)
     except SceneNotFound as error:
         raise ClientError(404, str(error.args[0])) from None
 
@@ -105,7 +104,7 @@ async def patch_objects(store: SceneStore, scene_id: str, entries: list) -> dict
         except ValidationError as error:
             raise validation_error(error) from None
     record, ids = batch_record(parsed)
-    _, change, view = await run_in_threadpool(_recorded, store, scene_id, record)
+    _, change, view = await _recorded(store, scene_id, record)
     return _answer(view, change, ids)
 
 
@@ -131,7 +130,7 @@ def binary_record(body: bytes) -> edits.Record:
 async def move_objects_binary(store: SceneStore, scene_id: str, body: bytes) -> dict:
     """Apply a binary batch of moves, all or nothing; answers without the objects."""
     record = binary_record(body)
-    _, change, view = await run_in_threadpool(_recorded, store, scene_id, record)
+    _, change, view = await _recorded(store, scene_id, record)
     return _answer(view, change, None)
 
 
@@ -142,22 +141,22 @@ async def single_update(store: SceneStore, scene_id: str, object_id: int, body) 
     fields = {name: getattr(body, name) for name in ("pickable", "mask", "name") if name in given}
     record = edits.objects_record([object_id] * len(transform), np.array(transform, np.float64).reshape(-1, 4, 4),
                                   [{"id": object_id, **fields}] if fields else [])
-    _, _, view = await run_in_threadpool(_recorded, store, scene_id, record)
+    _, _, view = await _recorded(store, scene_id, record)
     return object_json(view.objects[object_id])
 
 
 async def remove_object(store: SceneStore, scene_id: str, object_id: int) -> None:
-    await run_in_threadpool(_recorded, store, scene_id, edits.remove_record([object_id]))
+    await _recorded(store, scene_id, edits.remove_record([object_id]))
 
 
 async def add_objects(store: SceneStore, scene_id: str, objects: list[dict]) -> list[dict]:
     """Add instances of existing meshes and shapes (``service.edits`` ``add`` entries)."""
-    _, change, view = await run_in_threadpool(_recorded, store, scene_id, edits.add_record(objects))
+    _, change, view = await _recorded(store, scene_id, edits.add_record(objects))
     return [object_json(view.objects[oid]) for oid in change.objects if oid in view.objects]
 
 
 async def replace_vertices(store: SceneStore, scene_id: str, mesh_id: int, vertices: np.ndarray) -> dict:
     """``PUT /scenes/{id}/meshes/{mesh}/vertices``."""
-    _, change, view = await run_in_threadpool(_recorded, store, scene_id, edits.vertices_record(mesh_id, vertices))
+    _, change, view = await _recorded(store, scene_id, edits.vertices_record(mesh_id, vertices))
     return {"version": view.version, "mesh": mesh_id, "vertices": int(vertices.shape[0]),
             "objects": list(change.objects)}

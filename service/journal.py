@@ -25,6 +25,7 @@ acknowledged (the answer waits for the sync), so readers stop before it and
 the next writer, holding the scene's file lock, cuts it off.
 """
 
+import asyncio
 import os
 import struct
 import threading
@@ -166,12 +167,24 @@ def _fsync_directory(directory: str) -> None:
         os.close(descriptor)
 
 
+def _settle(future, failure: OSError | None) -> None:
+    # On the future's loop; a waiter that went away (a closed connection) cancelled it.
+    if not future.done():
+        if failure is None:
+            future.set_result(None)
+        else:
+            future.set_exception(failure)
+
+
 class JournalWriter:
     """The appending end of one journal file, with group commit.
 
-    :meth:`append` runs under the scene's edit locks (one writer at a time);
-    :meth:`wait_durable` runs after they are released, so the next edit can
-    be applied and appended while this one's sync runs.
+    :meth:`append` runs under the scene's edit locks (one writer at a time)
+    and wakes this writer's sync thread; :meth:`wait_durable` runs after
+    they are released. The sync thread syncs everything written so far,
+    again and again while there is more: edits appended while a sync runs
+    share the next one, and an editor can do other work (rebuild what queries
+    need) while its edit's sync runs.
 
     Parameters
     ----------
@@ -185,8 +198,13 @@ class JournalWriter:
         self._condition = threading.Condition()
         self._written = 0
         self._durable = 0
-        self._syncing = False
+        self._failure: OSError | None = None
+        self._closing = False
+        #: ``(seq, loop, future)`` of coroutines waiting in :meth:`durable`.
+        self._futures: list = []
         self.syncs = 0
+        self._syncer = threading.Thread(target=self._sync_forever, name=f"journal sync {path}", daemon=True)
+        self._syncer.start()
 
     def current(self) -> bool:
         """Whether ``path`` still names this writer's file (a checkpoint replaces it)."""
@@ -197,40 +215,90 @@ class JournalWriter:
 
     def cut(self, size: int) -> None:
         """Drop a torn tail past ``size`` (call with the scene's file lock held)."""
-        os.ftruncate(self._descriptor, size)
+        if os.fstat(self._descriptor).st_size > size:
+            os.ftruncate(self._descriptor, size)
 
     def append(self, record: bytes, seq: int) -> None:
-        """Write a record (not yet durable: see :meth:`wait_durable`)."""
+        """Write a record (durable once :meth:`wait_durable` returns)."""
         written = os.write(self._descriptor, record)
         if written != len(record):
             # A full disk: the short write is a torn record, cut off by the next writer.
             raise OSError(f"journal {self.path}: wrote {written} of {len(record)} bytes")
         with self._condition:
             self._written = max(self._written, seq)
+            self._condition.notify_all()
 
     def wait_durable(self, seq: int) -> None:
         """Return once record ``seq`` (appended by this writer) is on disk.
 
-        The caller that finds no sync running starts one covering everything
-        written so far; the others wait for it, and start the next if theirs
-        was written after it began.
+        Raises
+        ------
+        OSError
+            When the sync failed: the edit may not be durable.
         """
         with self._condition:
             while self._durable < seq:
-                if self._syncing:
+                if self._failure is not None:
+                    raise OSError(f"journal {self.path}: sync failed: {self._failure}")
+                self._condition.wait()
+
+    async def durable(self, seq: int) -> None:
+        """:meth:`wait_durable` for a coroutine: the event loop goes on meanwhile."""
+        with self._condition:
+            if self._durable >= seq:
+                return
+            if self._failure is not None:
+                raise OSError(f"journal {self.path}: sync failed: {self._failure}")
+            loop = asyncio.get_running_loop()
+            future = loop.create_future()
+            self._futures.append((seq, loop, future))
+        await future
+
+    def _resolve_futures(self) -> None:
+        """Wake the coroutines whose records are durable (or all, on a failure); call with the condition held."""
+        waiting = []
+        for seq, loop, future in self._futures:
+            if self._failure is not None:
+                loop.call_soon_threadsafe(_settle, future, OSError(f"journal {self.path}: sync failed: "
+                                                                   f"{self._failure}"))
+            elif seq <= self._durable:
+                loop.call_soon_threadsafe(_settle, future, None)
+            else:
+                waiting.append((seq, loop, future))
+        self._futures = waiting
+
+    def _sync_forever(self) -> None:
+        with self._condition:
+            while True:
+                while self._written <= self._durable and not self._closing:
                     self._condition.wait()
-                    continue
-                self._syncing = True
+                if self._written <= self._durable:
+                    return
                 target = self._written
                 self._condition.release()
                 try:
                     os.fdatasync(self._descriptor)
+                    failure = None
+                except OSError as error:
+                    failure = error
                 finally:
                     self._condition.acquire()
-                    self._syncing = False
+                if failure is not None:
+                    self._failure = failure
+                    self._resolve_futures()
                     self._condition.notify_all()
+                    return
                 self._durable = max(self._durable, target)
                 self.syncs += 1
+                self._resolve_futures()
+                self._condition.notify_all()
 
     def close(self) -> None:
+        """Sync what was written (its waiters then return), stop the sync thread and close."""
+        with self._condition:
+            if self._closing:
+                return
+            self._closing = True
+            self._condition.notify_all()
+        self._syncer.join()
         os.close(self._descriptor)

@@ -95,9 +95,10 @@ def body_doc(json_model=None, multipart: dict | None = None, binary: str | None 
         Form fields of a ``multipart/form-data`` body, name to JSON schema.
     binary : str, optional
         Description of an ``application/octet-stream`` body.
-    path_parameters : tuple of str
+    path_parameters : tuple of str or (str, dict)
         Path parameters the route reads from ``request.path_params`` rather
-        than from its signature (strings).
+        than from its signature: a name (a string parameter) or a name and
+        its JSON schema.
     """
     content = {}
     if json_model is not None:
@@ -112,8 +113,9 @@ def body_doc(json_model=None, multipart: dict | None = None, binary: str | None 
                                                           "description": binary}}
     extra = {"requestBody": {"required": True, "content": content}}
     if path_parameters:
-        extra["parameters"] = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-                               for name in path_parameters]
+        named = [(entry, {"type": "string"}) if isinstance(entry, str) else entry for entry in path_parameters]
+        extra["parameters"] = [{"name": name, "in": "path", "required": True, "schema": schema}
+                               for name, schema in named]
     return extra
 
 

@@ -17,7 +17,8 @@ from ..bodies import (JSON, MULTIPART, form_file, form_text, media_type, parse_j
 from .. import editing
 from ..bodies import OCTET_STREAM, read_body
 from ..building import add_file_meshes, place_file_instances
-from ..deps import SceneStoreDep, find_scene
+from ..deps import SceneStoreDep, find_scene, scene_in_memory
+from ..direct_route import DirectRoute
 from ..edits import Change
 from ..errors import ClientError, client_errors, validation_error
 from ..openapi import EXAMPLES, body_doc
@@ -29,6 +30,11 @@ from ..store import SceneNotFound, SceneStore
 from ..uploads import describe, read_upload
 
 router = APIRouter(tags=["objects"])
+
+#: The single-object edit, on a router of its own: see ``service.direct_route``.
+direct_router = APIRouter(tags=["objects"], route_class=DirectRoute)
+
+OBJECT_ID_SCHEMA = {"type": "integer", "minimum": 0}
 
 OBJECT_CREATE = TypeAdapter(ObjectCreate)
 OBJECT_TAGS = frozenset({"mesh", "instance", "shape"})
@@ -141,15 +147,28 @@ async def get_object(scene_id: str, object_id: int, store: SceneStoreDep):
     return JSONBytes(object_json(info))
 
 
-@router.patch("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,
-              responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
-              openapi_extra=body_doc(ObjectUpdate, examples=EXAMPLES["update"]))
-async def update_object(scene_id: str, object_id: int, request: Request, store: SceneStoreDep):
+def path_object_id(request: Request) -> int:
+    """The ``object_id`` path parameter of a :class:`DirectRoute`, checked as FastAPI would."""
+    text = request.path_params["object_id"]
+    if not text.isdigit():
+        raise ClientError(422, f"object_id: Input should be a valid integer, got {text!r}")
+    return int(text)
+
+
+@direct_router.patch("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,
+                     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+                     openapi_extra=body_doc(ObjectUpdate, examples=EXAMPLES["update"],
+                                            path_parameters=("scene_id", ("object_id", OBJECT_ID_SCHEMA))))
+async def update_object(request: Request):
     """Move an object, rename it, or change its ``pickable`` or ``mask``: all given fields at once."""
-    await find_scene(store, scene_id)
+    # A DirectRoute (an editor drags objects at mouse rate): the endpoint takes the request.
+    store = request.app.state.store
+    scene_id = request.path_params["scene_id"]
+    stored = scene_in_memory(store, scene_id) or await find_scene(store, scene_id)
+    object_id = path_object_id(request)
     require_json(request)
-    body = await parse_json_body(ObjectUpdate, await request.body())
-    return JSONBytes(await editing.single_update(store, scene_id, object_id, body))
+    body = await parse_json_body(ObjectUpdate, await read_body(request))
+    return JSONBytes(await editing.single_update(store, stored.id, object_id, body))
 
 
 @router.delete("/scenes/{scene_id}/objects/{object_id}", status_code=204, responses={404: {"model": ErrorOut}})
