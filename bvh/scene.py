@@ -1072,16 +1072,24 @@ class Scene:
         return oid
 
     @contextmanager
-    def batch(self):
+    def batch(self, answering: bool = True):
         """Make several edits one change: until the block ends, queries keep
         answering from the scene as it was before it, and other editors wait.
+
+        ``answering=False``, for a block that takes a moment: queries that
+        find the scene changed since their last snapshot wait for the block
+        to end (and see its change) instead, so the block need not bring
+        their snapshot up to date first; in a stream of small edits with no
+        query between them, the top level is then refitted once, not once
+        per edit.
 
         >>> with scene.batch():
         ...     scene.set_transform(a, m)
         ...     scene.remove(b)
         """
         with self._lock:
-            self._snapshot()
+            if answering:
+                self._snapshot()
             self._batching += 1
             try:
                 yield self

@@ -83,7 +83,7 @@ def _apply_objects(scene: bvh.Scene, record: Record) -> Change:
     for index, oid in enumerate(order):
         if not scene.has_object(oid):
             raise bvh.UnknownIdError(f"entry {index}: no object {oid} in this scene")
-    with scene.batch():
+    with scene.batch(answering=False):
         if moved.shape[0]:
             scene.set_transforms(moved, record.arrays["transforms"])
         for entry in changes:
@@ -100,7 +100,7 @@ def _apply_objects(scene: bvh.Scene, record: Record) -> Change:
 
 def _apply_add(scene: bvh.Scene, record: Record) -> Change:
     expected = record.fields["ids"]
-    with scene.batch():
+    with scene.batch(answering=False):
         added = []
         for entry in record.fields["objects"]:
             transform = None if entry.get("transform") is None else np.asarray(entry["transform"], np.float64)
@@ -117,7 +117,7 @@ def _apply_add(scene: bvh.Scene, record: Record) -> Change:
 
 def _apply_remove(scene: bvh.Scene, record: Record) -> Change:
     ids = record.fields["ids"]
-    with scene.batch():
+    with scene.batch(answering=False):
         checked = _check_ids(scene, ids, "ids")
         for oid in checked:
             scene.remove(oid)

@@ -248,9 +248,10 @@ class StoredScene:
 
 
 def _scene_lock(scene: bvh.Scene):
-    # Several edits as one change: queries answer from the scene as it was
-    # until the block ends, and other editors wait.
-    return scene.batch()
+    # Several edits as one change, and other editors wait. The store's blocks
+    # are short: a query that needs the change's snapshot waits for the block
+    # rather than the block bringing the previous one up to date first.
+    return scene.batch(answering=False)
 
 
 def _now() -> str:
