@@ -158,11 +158,18 @@ class Subscriber:
         self._pending = asyncio.Event()
         #: Resyncs owed so far (for tests and logs).
         self.resyncs = 0
+        #: The version of the last object table sent (hello, resync): events up to it are in it.
+        self.floor: int | None = None
 
     def offer(self, event: dict, frame: str) -> None:
         """Add a published event (on the loop; never blocks)."""
         if self._resync:
             # The table sent with the resync is read when it is sent: it will hold this change.
+            return
+        version = event.get("version")
+        if self.floor is not None and type(version) is int and version <= self.floor:
+            # The store announces an edit after publishing its view: a table sent in between
+            # already holds it.
             return
         if self._window is None and len(self._events) < KEEP_EVENTS:
             self._events.append((event, frame))
@@ -214,8 +221,6 @@ class LiveHub:
         self.queue_limit = queue_limit
         self._loop: asyncio.AbstractEventLoop | None = None
         self._subscribers: dict[str, set[Subscriber]] = {}
-        #: The newest version published per scene (as far as this process has seen).
-        self.versions: dict[str, int] = {}
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Deliver events on ``loop`` from now on (the app's lifespan calls this)."""
@@ -249,9 +254,6 @@ class LiveHub:
         if not _is_event(event):
             log.error("dropping a malformed change event of scene %s: %.200r", scene_id, event)
             return
-        version = event.get("version")
-        if isinstance(version, int) and version > self.versions.get(scene_id, -1):
-            self.versions[scene_id] = version
         subscribers = self._subscribers.get(scene_id)
         if not subscribers:
             return

@@ -556,7 +556,7 @@ class EditMessage(RequestModel):
 
     type: Literal["edit"]
     id: MessageId = None
-    objects: list[dict] = Field(description="entries of the PATCH /scenes/{id}/objects body")
+    objects: ObjectBatch = Field(description="the PATCH /scenes/{id}/objects body")
 
 
 class BatchOptionsMessage(PickOptions):
@@ -583,7 +583,7 @@ class HelloMessage(BaseModel):
 
     type: Literal["hello"]
     scene: str
-    version: int | None = Field(description="the newest change this worker has seen announced; null before any")
+    version: int = Field(description="the scene's edit number the table is as of")
     objects: list[ObjectOut]
 
 
@@ -596,8 +596,7 @@ class PickAnswer(BaseModel):
 class EditAnswer(BaseModel):
     type: Literal["edit"]
     id: MessageId
-    result: dict = Field(description="exactly what PATCH /scenes/{id}/objects answers: "
-                                     "{\"objects\": [...], \"version\": n}")
+    result: ObjectBatchResult = Field(description="exactly what PATCH /scenes/{id}/objects answers")
 
 
 class BatchOptionsAnswer(BaseModel):
@@ -625,12 +624,12 @@ class EventMessage(BaseModel):
                                                              "GET /scenes/{id}/objects/{oid} answers")
     mesh: int | SkipJsonSchema[None] = Field(None, json_schema_extra=_left_out_only,
                                              description="vertices only: the mesh whose vertices moved")
-    version: int | None
+    version: int = Field(description="the scene's edit number after this change")
 
 
 class ResyncMessage(BaseModel):
     """Sent instead of events to a client that fell too far behind (``PICK_LIVE_QUEUE``)."""
 
     type: Literal["resync"]
-    version: int | None
+    version: int = Field(description="the scene's edit number the table is as of")
     objects: list[ObjectOut] = Field(description="the whole object table, as GET /scenes/{id} lists it")

@@ -128,11 +128,13 @@ def closed_with(ws) -> tuple[int, str]:
 
 # ------------------------------------------------------------------ connecting
 
-def test_hello_lists_the_object_table(server, scene):
+def test_hello_lists_the_object_table_as_of_its_version(server, scene):
+    moved = server.http.patch(f"/scenes/{scene}/objects", json=[{"id": 1, "name": "lower"}])
+    assert moved.status_code == 200, moved.text
     with opened(server, scene) as (ws, hello):
         table = server.http.get(f"/scenes/{scene}").json()["objects"]
-        assert hello == {"type": "hello", "scene": scene, "version": None, "objects": table}
-        assert [info["name"] for info in hello["objects"]] == ["tri", "below"]
+        assert hello == {"type": "hello", "scene": scene, "version": moved.json()["version"], "objects": table}
+        assert [info["name"] for info in hello["objects"]] == ["tri", "lower"]
 
 
 def test_unknown_scene_is_said_and_closed_4404(server):
@@ -371,7 +373,7 @@ def moved(oid: int, x: float, version: int) -> dict:
     return {"event": "moved", "version": version, "objects": [{"id": oid, "name": f"o{oid}", "x": x}]}
 
 
-def test_subscribers_receive_the_events_the_store_announces(server, scene):
+def test_subscribers_receive_the_events_published_through_on_change(server, scene):
     with opened(server, scene) as (first, _), opened(server, scene) as (second, _):
         server.publish(scene, moved(0, 1.5, 3))
         server.publish(scene, {"event": "removed", "objects": [1], "version": 4})
@@ -382,8 +384,92 @@ def test_subscribers_receive_the_events_the_store_announces(server, scene):
         server.publish(server.scene(), moved(0, 9.0, 5))
         send(first, {"type": "pick", "id": "next", "origin": [0.2, 0.2, 1], "direction": [0, 0, -1]})
         assert receive(first)["id"] == "next"
-    with opened(server, scene) as (third, hello):
-        assert hello["version"] == 4
+
+
+def events_until(ws, kind: str) -> dict:
+    """The next event of this kind (answers and other events before it are skipped)."""
+    while True:
+        message = receive(ws)
+        if message["type"] == "event" and message["event"] == kind:
+            return message
+
+
+def test_http_edits_reach_every_subscriber_as_events(server, scene):
+    with opened(server, scene) as (ws, _):
+        answer = server.http.patch(f"/scenes/{scene}/objects", json=[{"id": 0, "transform": BELOW}])
+        assert answer.status_code == 200, answer.text
+        event = events_until(ws, "moved")
+        assert event == {"type": "event", "event": "moved", "version": answer.json()["version"],
+                         "objects": [server.http.get(f"/scenes/{scene}/objects/0").json()]}
+        renamed = server.http.patch(f"/scenes/{scene}/objects/1", json={"name": "lower", "pickable": False})
+        event = events_until(ws, "changed")
+        assert event["objects"] == [renamed.json()] and event["version"] == answer.json()["version"] + 1
+        shifted = [[x, y, z + 0.5] for x, y, z in TRIANGLE["vertices"]]
+        refit = server.http.put(f"/scenes/{scene}/meshes/0/vertices", json={"vertices": shifted})
+        assert refit.status_code == 200, refit.text
+        event = events_until(ws, "vertices")
+        assert event["mesh"] == 0 and event["version"] == refit.json()["version"]
+        assert sorted(info["id"] for info in event["objects"]) == [0, 1]
+        assert all(info["bounds"][1][2] == pytest.approx(info["transform"][2][3] + 0.5) for info in event["objects"])
+        assert server.http.delete(f"/scenes/{scene}/objects/1").status_code == 204
+        assert events_until(ws, "removed")["objects"] == [1]
+
+
+def test_edits_over_the_channel_answer_as_patch_does_and_reach_the_others(server, scene):
+    with opened(server, scene) as (editor, _), opened(server, scene) as (watcher, _):
+        send(editor, {"type": "edit", "id": "e1", "objects": [{"id": 0, "transform": BELOW, "name": "low"}]})
+        answer = None
+        while answer is None:
+            message = receive(editor)
+            if message["type"] == "edit":
+                answer = message
+        result = answer["result"]
+        assert answer["id"] == "e1" and result["count"] == 1
+        assert result["objects"] == [server.http.get(f"/scenes/{scene}/objects/0").json()]
+        assert result["objects"][0]["name"] == "low" and result["objects"][0]["transform"] == BELOW
+        seen = receive(watcher)
+        assert seen["type"] == "event" and seen["version"] == result["version"]
+        assert seen["objects"] == result["objects"]
+        # The edit is in place for the picks that follow it on the channel.
+        send(editor, {"type": "pick", "id": "p", "origin": [0.2, 0.2, 1], "direction": [0, 0, -1]})
+        pick = events_skipped(editor)
+        assert pick["result"]["object"]["name"] == "low" and pick["result"]["t"] == pytest.approx(2.0)
+
+
+def events_skipped(ws) -> dict:
+    """The next message that is not an event."""
+    while True:
+        message = receive(ws)
+        if message["type"] != "event":
+            return message
+
+
+@pytest.mark.parametrize("message,status,detail", [
+    ({"type": "edit", "id": 3, "objects": [{"id": 99, "mask": 1}]}, 404, "no object 99"),
+    ({"type": "edit", "id": 3, "objects": [{"id": 0}]}, 422, "nothing to change: give transform, pickable, mask or name"),
+    ({"type": "edit", "id": 3, "objects": [{"id": 0, "mask": 1}, {"id": 0, "name": "x"}]}, 422,
+     "body[1]: object 0 appears twice in the batch"),
+    ({"type": "edit", "id": 3, "objects": {"id": 0}}, 422, 'a batch is a JSON list of entries'),
+    ({"type": "edit", "id": 3, "objects": [{"id": 0, "mask": 1}], "colour": 2}, 422, "colour: unknown field"),
+    ({"type": "edit", "id": 3}, 422, "objects: Field required"),
+])
+def test_refused_edits_say_why_as_patch_does(server, scene, message, status, detail):
+    if set(message) == {"type", "id", "objects"}:
+        # The same entries as the body of PATCH /scenes/{id}/objects: the same refusal.
+        over_http = server.http.patch(f"/scenes/{scene}/objects", json=message["objects"])
+        assert over_http.status_code == status and detail in over_http.json()["detail"]
+    with opened(server, scene) as (ws, _):
+        send(ws, message)
+        answer = receive(ws)
+        assert answer["type"] == "error" and answer["id"] == 3, answer
+        assert answer["status"] == status and detail in answer["detail"]
+
+
+def test_events_the_hello_table_already_holds_are_not_sent(server, scene):
+    with opened(server, scene) as (ws, hello):
+        server.publish(scene, moved(0, 1.0, hello["version"]))
+        server.publish(scene, moved(0, 2.0, hello["version"] + 1))
+        assert receive(ws) == {"type": "event", **moved(0, 2.0, hello["version"] + 1)}
 
 
 def test_a_malformed_event_is_dropped_and_the_next_delivered(server, scene):
@@ -410,8 +496,8 @@ def test_a_stalled_client_stalls_neither_the_publisher_nor_other_clients(server,
     event; once the stalled client reads again, it gets the whole table at the newest version."""
     big = "x" * 400_000
     publish_seconds = []
-    with stalled_connection(server, scene) as stalled, opened(server, scene) as (reader, _):
-        for version in range(1, 61):
+    with stalled_connection(server, scene) as stalled, opened(server, scene) as (reader, hello):
+        for version in range(hello["version"] + 1, hello["version"] + 61):
             event = {"event": "changed", "version": version, "objects": [{"id": version % 2, "name": big}]}
             started = time.perf_counter()
             server.app.state.store.on_change(scene, event)
@@ -426,7 +512,8 @@ def test_a_stalled_client_stalls_neither_the_publisher_nor_other_clients(server,
             message = receive(stalled, timeout=10)
             seen.append(message["type"])
             if message["type"] == "resync":
-                assert message == {"type": "resync", "version": 60, "objects": table}
+                # The events were made up: the scene itself is as it was at the hello.
+                assert message == {"type": "resync", "version": hello["version"], "objects": table}
                 break
             assert message["type"] == "event"
         # Whatever was already on its way or kept as published, then one resync instead of the rest.

@@ -27,6 +27,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketDisconnected
 
 from ..bodies import INLINE_PARSE_BYTES, parse_json, parse_json_body, plain_ray
 from ..deps import SceneStoreDep, find_scene, scene_in_memory
+from ..editing import patch_objects
 from ..errors import ClientError
 from ..live import KEEP_EVENTS, RESYNC, Subscriber
 from ..middleware import KEY_CHECKED
@@ -49,6 +50,9 @@ MAGIC = b"PKB1"
 #: MAGIC, then the request id as a little-endian uint32.
 HEADER_BYTES = 8
 
+#: The fields of an edit message (:class:`~service.schemas.EditMessage`).
+EDIT_FIELDS = frozenset(EditMessage.model_fields)
+
 #: How long a connection that must send the key in its first message may take to send it.
 AUTH_SECONDS = 10.0
 
@@ -69,8 +73,8 @@ as a plain HTTP GET it answers 426 (or 404 for an unknown scene).
 set that header) the first message `{{"type": "auth", "key": "<key>"}}` within {AUTH_SECONDS:g} s. A wrong
 or missing key: an `error` message (status 401) saying so, then close code {CLOSE_POLICY}.
 
-**On connect** the server sends `hello`: the scene id, `version` (the newest change this worker has seen
-announced, null before any) and the whole object table. An unknown scene: an `error` (404), then close
+**On connect** the server sends `hello`: the scene id, the whole object table and its `version` (the
+scene's edit number, as edit answers and events carry it). An unknown scene: an `error` (404), then close
 code {CLOSE_NO_SCENE} with the reason; the same when the scene is deleted while connected. During
 start-up: an `error` (503), then close code {CLOSE_TRY_LATER}.
 
@@ -81,7 +85,7 @@ request's `id` (any JSON scalar, optional, null when absent):
   cull_backfaces, mask, objects, exclude, all_hits>}}` → `{{"type": "pick", "id": ..., "result": <exactly
   what POST /scenes/{{id}}/pick answers>}}`
 - `{{"type": "edit", "id": ..., "objects": [<entries of the PATCH /scenes/{{id}}/objects body>]}}` →
-  `{{"type": "edit", "id": ..., "result": <what that PATCH answers: {{"objects": [...], "version": n}}>}}`
+  `{{"type": "edit", "id": ..., "result": <what that PATCH answers: {{"version", "count", "objects"}}>}}`
 - `{{"type": "batch_options", "id": ..., <tmin, tmax, cull_backfaces, mask, objects, exclude>}}` → `{{"type":
   "batch_options", "id": ..., "result": <the options now in force>}}`: the options of the binary batches
   that follow on this connection (until the next such message; before any, none are set).
@@ -105,8 +109,8 @@ more than {KEEP_EVENTS} events behind has its waiting events coalesced per objec
 wins; all sent with the newest version; order: added, vertices, moved, changed, removed); more than
 `PICK_LIVE_QUEUE` events behind (or objects held), it is sent `{{"type": "resync", "version": n, "objects":
 <the whole object table>}}` instead, once it reads again.
-Events and tables carry whole object states: applying one twice, or one the table already shows, is
-harmless.
+Every event sent has a `version` above the last table's (hello's or resync's): an event of an edit
+the table already shows is not sent.
 """
 
 
@@ -147,6 +151,12 @@ def _decode(text: str):
         raise ClientError(422, f"the message is not valid JSON: {error}") from None
 
 
+def table(stored) -> dict:
+    """``version`` and ``objects`` of the scene's current view: the table as of that edit."""
+    view = stored.view
+    return {"version": view.version, "objects": [object_json(info) for info in view.objects.values()]}
+
+
 def _reason(detail: str) -> str:
     encoded = detail.encode()
     if len(encoded) <= REASON_BYTES:
@@ -184,9 +194,9 @@ class LiveSession:
             try:
                 # Subscribed and read with no await between: every event delivered later is
                 # either already in this table or sent after it.
-                hello = _dumps({"type": "hello", "scene": self.scene_id, "version": self.hub.versions.get(self.scene_id),
-                                "objects": [object_json(info) for info in stored.view.objects.values()]})
-                await self.send_text(hello)
+                current = table(stored)
+                subscriber.floor = current["version"]
+                await self.send_text(_dumps({"type": "hello", "scene": self.scene_id, **current}))
                 pusher = asyncio.create_task(self.push(subscriber))
                 try:
                     await self.serve()
@@ -274,8 +284,9 @@ class LiveSession:
                 pending = await subscriber.take()
                 if pending is RESYNC:
                     stored = await self.scene()
-                    pending = [_dumps({"type": "resync", "version": self.hub.versions.get(self.scene_id),
-                                       "objects": [object_json(info) for info in stored.view.objects.values()]})]
+                    current = table(stored)
+                    subscriber.floor = current["version"]
+                    pending = [_dumps({"type": "resync", **current})]
                 for frame in pending:
                     await self.send_text(frame)
         except (WebSocketDisconnect, WebSocketDisconnected):
@@ -321,7 +332,7 @@ class LiveSession:
             if kind == "batch_options":
                 return await self.set_batch_options(text, ident)
             if kind == "edit":
-                return await self.edit(text, ident)
+                return await self.edit(data, ident)
             if kind == "auth":
                 raise ClientError(422, "auth is only the first message, when the upgrade carried no key; "
                                        "this connection needs none now")
@@ -359,15 +370,15 @@ class LiveSession:
         self.batch_options = body.model_dump(exclude={"type", "id"})
         return _dumps({"type": "batch_options", "id": ident, "result": self.batch_options})
 
-    async def edit(self, text: str, ident) -> str:
-        body = await parse_json_body(EditMessage, text)
+    async def edit(self, data: dict, ident) -> str:
+        # The entries are patch_objects' to check, in the words of PATCH /scenes/{id}/objects.
+        for name in data:
+            if name not in EDIT_FIELDS:
+                raise ClientError(422, f"{name}: unknown field")
+        if "objects" not in data:
+            raise ClientError(422, "objects: Field required")
         await self.scene()
-        try:
-            from ..editing import patch_objects
-        except ImportError:
-            raise ClientError(501, "edits over the live channel are not available on this server yet "
-                                   "(service.editing is missing)") from None
-        result = await patch_objects(self.store, self.scene_id, body.objects)
+        result = await patch_objects(self.store, self.scene_id, data["objects"])
         return _dumps({"type": "edit", "id": ident, "result": result})
 
     async def on_binary(self, data: bytes) -> bytes | str:
