@@ -275,5 +275,6 @@ class LiveHub:
             if not subscribers:
                 del self._subscribers[subscriber.scene_id]
 
-    def subscriber_count(self, scene_id: str) -> int:
-        return len(self._subscribers.get(scene_id, ()))
+    def subscribers(self, scene_id: str) -> list[Subscriber]:
+        """The scene's subscribers now (on the loop)."""
+        return list(self._subscribers.get(scene_id, ()))

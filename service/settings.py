@@ -37,7 +37,8 @@ class Settings(BaseSettings):
         The default lets a binary batch of ``max_rays`` rays through.
     api_key : SecretStr or None
         When set, every route except ``/health``, ``/ready`` and ``/metrics``
-        needs ``Authorization: Bearer <api_key>``.
+        needs ``Authorization: Bearer <api_key>``; the live channel takes it
+        there or in its first message.
     cors_origins : list of str
         Origins allowed by CORS; ``PICK_CORS_ORIGINS`` is comma-separated
         (or a JSON list). Empty: no CORS headers.

@@ -506,8 +506,7 @@ def test_a_stalled_client_stalls_neither_the_publisher_nor_other_clients(server,
             publish_seconds.append(time.perf_counter() - started)
             assert receive(reader, timeout=10)["version"] == version
         assert max(publish_seconds) < 0.01
-        hub = server.app.state.live_hub
-        assert any(subscriber.resyncs for subscriber in hub._subscribers[scene])
+        assert any(subscriber.resyncs for subscriber in server.app.state.live_hub.subscribers(scene))
         table = server.http.get(f"/scenes/{scene}").json()["objects"]
         seen = []
         while True:
