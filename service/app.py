@@ -114,7 +114,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        live_hub.start(asyncio.get_running_loop())
+        live_hub.start(asyncio.get_running_loop(), store)
         stopping = threading.Event()
         opening = asyncio.create_task(run_in_threadpool(start_up, store, settings.warm_up, stopping))
         yield

@@ -27,6 +27,9 @@ import asyncio
 import logging
 
 import orjson
+from starlette.concurrency import run_in_threadpool
+
+from .store import SceneNotFound, SceneStore
 
 log = logging.getLogger("service.live")
 
@@ -35,6 +38,9 @@ EVENT_KINDS = frozenset({"moved", "changed", "added", "removed", "vertices"})
 
 #: Pending events a subscriber keeps as published; past this many it is behind, and they are coalesced.
 KEEP_EVENTS = 16
+
+#: How often the scenes that have live clients are checked for other workers' edits (seconds).
+FOLLOW_SECONDS = 0.02
 
 #: Returned by :meth:`Subscriber.take` when the client fell too far behind: send the whole table.
 RESYNC = object()
@@ -148,9 +154,11 @@ class Subscriber:
     memory it holds is bounded by ``queue_limit`` (see the module notes).
     """
 
-    def __init__(self, scene_id: str, queue_limit: int):
+    def __init__(self, scene_id: str, queue_limit: int, stored=None):
         self.scene_id = scene_id
         self.queue_limit = queue_limit
+        #: The ``StoredScene`` its last table came from: a reopened scene replaces it, without events.
+        self.stored = stored
         # Pending events as published, each with its frame (encoded once for every subscriber).
         self._events: list[tuple[dict, str]] = []
         self._window: Window | None = None
@@ -191,6 +199,15 @@ class Subscriber:
                      "instead", self.scene_id, self.queue_limit)
         self._pending.set()
 
+    def owe_resync(self) -> None:
+        """Send the whole table next, in place of what is pending (on the loop)."""
+        self._events.clear()
+        self._window = None
+        if not self._resync:
+            self._resync = True
+            self.resyncs += 1
+        self._pending.set()
+
     async def take(self):
         """Wait for something to send: a list of text frames, or :data:`RESYNC`."""
         await self._pending.wait()
@@ -221,14 +238,55 @@ class LiveHub:
         self.queue_limit = queue_limit
         self._loop: asyncio.AbstractEventLoop | None = None
         self._subscribers: dict[str, set[Subscriber]] = {}
+        self._following: asyncio.Task | None = None
 
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Deliver events on ``loop`` from now on (the app's lifespan calls this)."""
+    def start(self, loop: asyncio.AbstractEventLoop, store: SceneStore) -> None:
+        """Deliver events on ``loop`` from now on, and follow the other workers' edits of the
+        scenes that have subscribers (the app's lifespan calls this, on the loop)."""
         self._loop = loop
+        self._following = loop.create_task(self._follow(store))
 
     def stop(self) -> None:
         """Drop events from now on: the loop is going away."""
         self._loop = None
+        if self._following is not None:
+            self._following.cancel()
+
+    async def _follow(self, store: SceneStore) -> None:
+        """Bring the subscribed scenes up to date every :data:`FOLLOW_SECONDS`.
+
+        The store reads another worker's journaled edits, and announces them,
+        when a request of this process asks for the scene; a worker whose
+        only clients are listening would never ask. The check is the store's
+        own (a shared token, a ``stat`` when it changed); reading the records
+        happens on a worker thread.
+        """
+        while True:
+            await asyncio.sleep(FOLLOW_SECONDS)
+            try:
+                stale = []
+                for scene_id in list(self._subscribers):
+                    try:
+                        stored = store.get(scene_id, reload=False)
+                    except SceneNotFound:
+                        # Its connections close at their next request, or their next resync.
+                        continue
+                    if stored is None:
+                        stale.append(scene_id)
+                    else:
+                        self._check_reopened(scene_id, stored)
+                if stale:
+                    for scene_id, stored in await run_in_threadpool(_bring_up_to_date, store, stale):
+                        self._check_reopened(scene_id, stored)
+            except Exception:
+                log.exception("following the other workers' edits failed; trying again")
+
+    def _check_reopened(self, scene_id: str, stored) -> None:
+        # A scene reopened from its checkpoint (another worker's journal restarted past
+        # this one's position) changes without events: its subscribers get the table.
+        for subscriber in self._subscribers.get(scene_id, ()):
+            if subscriber.stored is not None and subscriber.stored is not stored:
+                subscriber.owe_resync()
 
     def publish(self, scene_id: str, event: dict) -> None:
         """Hand a change event to the loop, from any thread; returns at once.
@@ -262,9 +320,10 @@ class LiveHub:
         for subscriber in subscribers:
             subscriber.offer(event, frame)
 
-    def subscribe(self, scene_id: str) -> Subscriber:
-        """A new subscriber of the scene's events (on the loop)."""
-        subscriber = Subscriber(scene_id, self.queue_limit)
+    def subscribe(self, scene_id: str, stored=None) -> Subscriber:
+        """A new subscriber of the scene's events (on the loop); ``stored``: the scene its
+        first table comes from."""
+        subscriber = Subscriber(scene_id, self.queue_limit, stored)
         self._subscribers.setdefault(scene_id, set()).add(subscriber)
         return subscriber
 
@@ -278,3 +337,16 @@ class LiveHub:
     def subscribers(self, scene_id: str) -> list[Subscriber]:
         """The scene's subscribers now (on the loop)."""
         return list(self._subscribers.get(scene_id, ()))
+
+
+def _bring_up_to_date(store: SceneStore, scene_ids: list[str]) -> list[tuple[str, object]]:
+    """``store.get`` of each scene (on a worker thread): the ones still there, up to date."""
+    found = []
+    for scene_id in scene_ids:
+        try:
+            found.append((scene_id, store.get(scene_id)))
+        except SceneNotFound:
+            continue
+        except (OSError, ValueError) as error:
+            log.error("scene %s could not be brought up to date for its live clients: %s", scene_id, error)
+    return found

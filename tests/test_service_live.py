@@ -38,6 +38,7 @@ class LiveServer:
     def __init__(self, data_dir, **overrides):
         from service.app import create_app
 
+        self.data_dir = data_dir
         settings = Settings(data_dir=data_dir, warm_up=False, **overrides)
         self.app = create_app(settings)
         sock = socket.socket()
@@ -414,6 +415,22 @@ def test_http_edits_reach_every_subscriber_as_events(server, scene):
         assert all(info["bounds"][1][2] == pytest.approx(info["transform"][2][3] + 0.5) for info in event["objects"])
         assert server.http.delete(f"/scenes/{scene}/objects/1").status_code == 204
         assert events_until(ws, "removed")["objects"] == [1]
+
+
+def test_another_workers_edits_reach_this_workers_subscribers(server, scene):
+    """Two apps on one data directory, as two workers: a client of the second, which gets no
+    request at all, hears of an edit made through the first."""
+    other = LiveServer(server.data_dir)
+    try:
+        with opened(other, scene) as (ws, _):
+            answer = server.http.patch(f"/scenes/{scene}/objects", json=[{"id": 1, "transform": BELOW,
+                                                                          "name": "elsewhere"}])
+            assert answer.status_code == 200, answer.text
+            event = receive(ws, timeout=10)
+            assert event == {"type": "event", "event": "changed", "version": answer.json()["version"],
+                             "objects": answer.json()["objects"]}
+    finally:
+        other.stop()
 
 
 def test_edits_over_the_channel_answer_as_patch_does_and_reach_the_others(server, scene):

@@ -190,7 +190,7 @@ class LiveSession:
             stored = await self.open_scene()
             if stored is None:
                 return
-            subscriber = self.hub.subscribe(self.scene_id)
+            subscriber = self.hub.subscribe(self.scene_id, stored)
             try:
                 # Subscribed and read with no await between: every event delivered later is
                 # either already in this table or sent after it.
@@ -286,6 +286,7 @@ class LiveSession:
                     stored = await self.scene()
                     current = table(stored)
                     subscriber.floor = current["version"]
+                    subscriber.stored = stored
                     pending = [_dumps({"type": "resync", **current})]
                 for frame in pending:
                     await self.send_text(frame)
