@@ -6,7 +6,18 @@ import sys
 import uvicorn
 
 from .samples import MARKER as SAMPLES_MARKER, create_sample_scenes
-from .settings import get_settings
+from .settings import MEGABYTE, Settings, get_settings
+
+
+def websocket_options(settings: Settings) -> dict:
+    """uvicorn's WebSocket options for the live channel (tests and benchmarks serve with them too).
+
+    The websockets library's sans-I/O implementation (uvicorn's ``websockets``
+    one is deprecated), frames up to the upload limit as for HTTP bodies.
+    Per-message compression stays on for clients that ask for it (browsers
+    do): about 3.5 µs a pick answer here, against some 100 µs for the pick.
+    """
+    return {"ws": "websockets-sansio", "ws_max_size": int(settings.max_upload_mb * MEGABYTE)}
 
 
 def main() -> int:
@@ -20,7 +31,8 @@ def main() -> int:
         create_sample_scenes(settings.data_dir)
     # An import string and a factory: each worker process (PICK_WORKERS) builds its own app.
     uvicorn.run("service.app:create_app", factory=True, host=settings.host, port=settings.port,
-                workers=settings.workers, log_level=settings.log_level, access_log=settings.access_log)
+                workers=settings.workers, log_level=settings.log_level, access_log=settings.access_log,
+                **websocket_options(settings))
     return 0
 
 

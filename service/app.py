@@ -19,11 +19,12 @@ from starlette.concurrency import run_in_threadpool
 from . import warmup
 from .direct_route import DirectRoutes
 from .errors import http_error, install_error_handlers, method_table
+from .live import LiveHub
 from .metrics import Metrics
 from .middleware import ApiKeyAuth, BodyLimit, RequestMetrics
 from .openapi import install_schemas
 from .responses import JSONBytes
-from .routes import health, objects, picks, render, scenes, select, viewer
+from .routes import health, live, objects, picks, render, scenes, select, viewer
 from .settings import Settings, get_settings
 from .store import SceneStore
 
@@ -107,15 +108,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     store = SceneStore(settings.data_dir, checkpoint_records=settings.checkpoint_records,
                        checkpoint_seconds=settings.checkpoint_seconds)
     metrics = Metrics(store)
+    live_hub = LiveHub(settings.live_queue)
+    # The store calls it after every saved edit, this process's or another worker's.
+    store.on_change = live_hub.publish
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        live_hub.start(asyncio.get_running_loop(), store)
         stopping = threading.Event()
         opening = asyncio.create_task(run_in_threadpool(start_up, store, settings.warm_up, stopping))
         yield
         # A warm-up step under way finishes (numba cannot be interrupted);
         # none starts after it. The background thread is a daemon: not waited for.
         stopping.set()
+        live_hub.stop()
         await opening
         # The checkpoints due are written; the journal would replay them anyway.
         await run_in_threadpool(store.close)
@@ -125,11 +131,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.store = store
     app.state.metrics = metrics
+    app.state.live_hub = live_hub
     install_error_handlers(app)
 
     # The pick routes first: the router tries routes in order, and these are the hot ones.
-    routers = (picks.direct_router, objects.direct_router, picks.router, health.router, select.router, render.router, scenes.router,
-               objects.router, viewer.router)
+    routers = (picks.direct_router, objects.direct_router, picks.router, health.router, select.router,
+               render.router, scenes.router, objects.router, live.router, viewer.router)
     for router in routers:
         app.include_router(router)
     # What a 405 or an OPTIONS request lists in Allow: every method of every route on the path.

@@ -172,6 +172,12 @@ def parse_plain_ray(body: bytes) -> tuple[list, list] | None:
         return None
     if type(data) is not dict or len(data) != 2:
         return None
+    return plain_ray(data)
+
+
+def plain_ray(data: dict) -> tuple[list, list] | None:
+    """``(origin, direction)`` of a decoded pick body when both are plain (see :func:`parse_plain_ray`),
+    None otherwise; the caller checks that ``data`` holds no other field."""
     origin = data.get("origin")
     direction = data.get("direction")
     if not (_plain_vector(origin) and _plain_vector(direction)) or not any(direction):

@@ -100,12 +100,24 @@ OPEN_PATHS = frozenset({"/health", "/ready", "/metrics", "/docs", "/docs/oauth2-
                         *VIEWER_PATHS})
 
 
+#: Set in a WebSocket's scope by :class:`ApiKeyAuth` when its upgrade carried the right key; without
+#: it (and with a key set), the live channel asks for the key in the first message.
+KEY_CHECKED = "pick.api_key_checked"
+
+
 class ApiKeyAuth:
     """With ``PICK_API_KEY`` set, every other route needs ``Authorization: Bearer <key>``.
 
     A middleware rather than a route dependency: it covers every route,
     present and future, in one place, and costs a header scan instead of a
     pass of FastAPI's dependency solver on each pick.
+
+    A WebSocket upgrade with the right key is marked :data:`KEY_CHECKED`; one
+    with a wrong key (or another scheme) is accepted, told why in an
+    ``error`` message and closed with 1008, so a browser can read the
+    reason; one with no ``Authorization`` header goes on, since browsers
+    cannot set that header: the live channel then reads the key from the
+    first message.
     """
 
     def __init__(self, app: ASGIApp, api_key: str):
@@ -113,19 +125,45 @@ class ApiKeyAuth:
         self.expected = api_key.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        kind = scope["type"]
+        if kind == "lifespan" or (kind == "http" and scope["path"] in OPEN_PATHS):
             await self.app(scope, receive, send)
             return
+        present = False
         given = None
         for name, value in scope["headers"]:
             if name == b"authorization":
+                present = True
                 scheme, _, token = value.partition(b" ")
                 if scheme.lower() == b"bearer":
                     given = token.strip()
                 break
         # compare_digest takes as long for a wrong key as for a right one.
         if given is not None and secrets.compare_digest(given, self.expected):
+            if kind == "websocket":
+                scope[KEY_CHECKED] = True
             await self.app(scope, receive, send)
             return
         detail = "missing API key: send 'Authorization: Bearer <key>'" if given is None else "wrong API key"
+        if kind == "websocket":
+            if not present:
+                await self.app(scope, receive, send)
+                return
+            await _refuse_websocket(receive, send, detail)
+            return
         await _send_json(send, 401, detail, [(b"www-authenticate", b'Bearer realm="pick"')])
+
+
+async def _refuse_websocket(receive: Receive, send: Send, detail: str) -> None:
+    """Accept a WebSocket, say why it is refused in an ``error`` message, and close it with 1008.
+
+    Closing before the accept would answer the upgrade with a bare 403, which
+    a browser reports without the reason.
+    """
+    message = await receive()
+    if message["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept"})
+    await send({"type": "websocket.send",
+                "text": orjson.dumps({"type": "error", "id": None, "status": 401, "detail": detail}).decode()})
+    await send({"type": "websocket.close", "code": 1008, "reason": detail})

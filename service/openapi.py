@@ -119,6 +119,14 @@ def body_doc(json_model=None, multipart: dict | None = None, binary: str | None 
     return extra
 
 
+def messages_doc(client: list[type[BaseModel]], server: list[type[BaseModel]]) -> dict:
+    """``openapi_extra`` of a WebSocket's ``GET``: the messages each side sends, as component
+    references under ``x-client-messages`` and ``x-server-messages`` (OpenAPI has no words for
+    WebSocket messages; the models still land in the components, where clients generate from)."""
+    return {"x-client-messages": [_schema(model) for model in client],
+            "x-server-messages": [_schema(model) for model in server]}
+
+
 def _not_null(schema: dict) -> dict:
     """A parameter's schema without FastAPI's ``anyOf [..., null]`` for ``X | None``: a query
     parameter is left out, never null."""

@@ -527,3 +527,109 @@ class ErrorOut(BaseModel):
     """Every error: what was wrong, in words."""
 
     detail: str
+
+
+# ------------------------------------------------------------------ the live channel
+
+#: A request's ``id`` on the live channel: any JSON scalar, echoed in its answer.
+MessageId = Annotated[str | int | float | bool | None,
+                      Field(description="any JSON scalar (string, number, boolean, null), echoed in the answer")]
+
+
+class AuthMessage(RequestModel):
+    """The first message, when ``PICK_API_KEY`` is set and the upgrade carried no
+    ``Authorization: Bearer <key>`` header (browsers cannot set one)."""
+
+    type: Literal["auth"]
+    key: str
+
+
+class PickMessage(PickRequest):
+    """A one-ray pick: the body of ``POST /scenes/{id}/pick`` plus ``type`` and ``id``."""
+
+    type: Literal["pick"]
+    id: MessageId = None
+
+
+class EditMessage(RequestModel):
+    """Object edits: the entries of the ``PATCH /scenes/{id}/objects`` body, applied as that route does."""
+
+    type: Literal["edit"]
+    id: MessageId = None
+    objects: ObjectBatch = Field(description="the PATCH /scenes/{id}/objects body")
+
+
+class BatchOptionsMessage(PickOptions):
+    """Options of the binary batch frames that follow on this connection, until the next such
+    message (before any: none, as a binary ``/pick/batch`` without query options)."""
+
+    type: Literal["batch_options"]
+    id: MessageId = None
+
+
+class BatchOptionsOut(BaseModel):
+    """The binary batch options now in force."""
+
+    tmin: float
+    tmax: float | None
+    cull_backfaces: bool
+    mask: int | None
+    objects: list[int] | None
+    exclude: list[int] | None
+
+
+class HelloMessage(BaseModel):
+    """The server's first message: the scene and its object table, as of ``version``."""
+
+    type: Literal["hello"]
+    scene: str
+    version: int = Field(description="the scene's edit number the table is as of")
+    objects: list[ObjectOut]
+
+
+class PickAnswer(BaseModel):
+    type: Literal["pick"]
+    id: MessageId
+    result: PickResult | AllHitsResult = Field(description="exactly what POST /scenes/{id}/pick answers")
+
+
+class EditAnswer(BaseModel):
+    type: Literal["edit"]
+    id: MessageId
+    result: ObjectBatchResult = Field(description="exactly what PATCH /scenes/{id}/objects answers")
+
+
+class BatchOptionsAnswer(BaseModel):
+    type: Literal["batch_options"]
+    id: MessageId
+    result: BatchOptionsOut
+
+
+class ErrorMessage(BaseModel):
+    """A refused message (the connection stays open), or the reason given before a close."""
+
+    type: Literal["error"]
+    id: MessageId = Field(description="the refused request's id (a binary frame's: its header's); "
+                                      "null when it could not be read")
+    status: int = Field(description="the HTTP status the same refusal has over HTTP")
+    detail: str
+
+
+class EventMessage(BaseModel):
+    """A change of the scene, pushed to every client of it."""
+
+    type: Literal["event"]
+    event: Literal["moved", "changed", "added", "removed", "vertices"]
+    objects: list[ObjectOut] | list[int] = Field(description="ids for removed; otherwise each object's JSON as "
+                                                             "GET /scenes/{id}/objects/{oid} answers")
+    mesh: int | SkipJsonSchema[None] = Field(None, json_schema_extra=_left_out_only,
+                                             description="vertices only: the mesh whose vertices moved")
+    version: int = Field(description="the scene's edit number after this change")
+
+
+class ResyncMessage(BaseModel):
+    """Sent instead of events to a client that fell too far behind (``PICK_LIVE_QUEUE``)."""
+
+    type: Literal["resync"]
+    version: int = Field(description="the scene's edit number the table is as of")
+    objects: list[ObjectOut] = Field(description="the whole object table, as GET /scenes/{id} lists it")

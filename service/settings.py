@@ -37,7 +37,8 @@ class Settings(BaseSettings):
         The default lets a binary batch of ``max_rays`` rays through.
     api_key : SecretStr or None
         When set, every route except ``/health``, ``/ready`` and ``/metrics``
-        needs ``Authorization: Bearer <api_key>``.
+        needs ``Authorization: Bearer <api_key>``; the live channel takes it
+        there or in its first message.
     cors_origins : list of str
         Origins allowed by CORS; ``PICK_CORS_ORIGINS`` is comma-separated
         (or a JSON list). Empty: no CORS headers.
@@ -57,6 +58,12 @@ class Settings(BaseSettings):
         is written in the background once a worker has journaled this many
         of its edits, or the oldest of them is this many seconds old. Fewer
         records replay faster after a crash; more cost less disk writing.
+    live_queue : int
+        Change events a client of the live channel (``/scenes/{id}/live``)
+        may have waiting while it reads too slowly (past 16 they are
+        coalesced per object; this also bounds the objects held); past it,
+        they are dropped and the client is sent the whole object table
+        instead (a ``resync``) when it reads again.
     sample_scenes : bool
         ``python -m service`` creates the scenes of ``sample_meshes`` on the
         first start in ``data_dir`` (``make serve`` sets it), so a newcomer
@@ -80,6 +87,7 @@ class Settings(BaseSettings):
     sample_scenes: bool = False
     checkpoint_records: int = Field(10_000, ge=1)
     checkpoint_seconds: float = Field(30.0, gt=0)
+    live_queue: int = Field(1024, ge=1)
 
     @field_validator("cors_origins", mode="before")
     @classmethod

@@ -90,28 +90,50 @@ async def pick(request: Request):
     raw = await read_body(request)
     plain = parse_plain_ray(raw)
     if plain is not None:
-        origin_list, direction_list = plain
-        options, cull_backfaces, all_hits = DEFAULT_WINDOW, False, False
-    else:
-        body = parse_json(PickRequest, raw)
-        origin_list, direction_list = body.origin, body.direction
-        options, cull_backfaces, all_hits = window(body), body.cull_backfaces, body.all_hits
+        count_rays(request, 1)
+        origin, direction = plain
+        return JSONBytes(pick_one(stored, request.app.state.settings, origin, direction))
+    body = parse_json(PickRequest, raw)
+    count_rays(request, 1)
+    return JSONBytes(pick_one(stored, request.app.state.settings, body.origin, body.direction, window(body),
+                              body.cull_backfaces, body.all_hits))
+
+
+def pick_one(stored, settings: Settings, origin_list: list, direction_list: list, options: dict = DEFAULT_WINDOW,
+             cull_backfaces: bool = False, all_hits: bool = False) -> dict:
+    """The answer of a one-ray pick, as ``POST /scenes/{id}/pick`` sends it (also the live channel's).
+
+    Parameters
+    ----------
+    stored : StoredScene
+    settings : Settings
+        For the answer limit of an ``all_hits`` pick.
+    origin_list, direction_list : list of 3 float
+        Validated: finite, the direction not zero.
+    options : dict
+        :func:`query_window`'s keyword arguments.
+
+    Raises
+    ------
+    ClientError
+        422 or 404 for what the scene refuses (unknown object filters, origins out of range), 413
+        for an ``all_hits`` answer over ``PICK_MAX_RESPONSE_MB``.
+    """
     origin = np.array(origin_list, np.float64)
     direction = np.array(direction_list, np.float64)
-    count_rays(request, 1)
     if all_hits:
         with client_errors():
             every, view = stored.consistent(lambda scene: scene.intersect_all(origin, direction, **options))
         # Only the query tells how many surfaces the ray crosses: checked before the answer is built.
         crossed = every.t.shape[0]
-        response_limits.check(response_limits.all_hits(crossed, view), request.app.state.settings,
+        response_limits.check(response_limits.all_hits(crossed, view), settings,
                               f"an all_hits pick crossing {crossed} surfaces",
                               ": narrow it with tmin and tmax, mask, objects or exclude")
-        return JSONBytes({"hits": all_hit_results(stored, view, every, math.hypot(*direction_list))})
+        return {"hits": all_hit_results(stored, view, every, math.hypot(*direction_list))}
     with client_errors():
         hits, view = stored.consistent(
             lambda scene: scene.intersect(origin, direction, cull_backfaces=cull_backfaces, **options))
-    return JSONBytes(single_result(stored, view, hits, math.hypot(*direction_list)))
+    return single_result(stored, view, hits, math.hypot(*direction_list))
 
 
 def _trace(stored, origins, directions, cull_backfaces, options):
@@ -156,17 +178,11 @@ async def pick_batch(
             check_ray_count(int(declared) // RAY_BYTES, settings)
             check_binary_answer(int(declared) // RAY_BYTES, settings)
         data = await request.body()
-        if len(data) % RAY_BYTES:
-            raise ClientError(422, f"the binary body has {len(data)} bytes, which is not a whole number of rays "
-                                   f"({RAY_BYTES} bytes each: 6 little-endian float32)")
-        if not data:
-            raise ClientError(422, "the binary body is empty: send at least one ray")
-        check_ray_count(len(data) // RAY_BYTES, settings)
-        check_binary_answer(len(data) // RAY_BYTES, settings)
+        check_binary_rays(len(data), settings)
         options = query_window(tmin, tmax, mask, objects, exclude)
         count = len(data) // RAY_BYTES
         count_rays(request, count)
-        return Response(await off_loop(count, _binary_batch, stored, data, cull_backfaces, options),
+        return Response(await off_loop(count, binary_batch, stored, data, cull_backfaces, options),
                         media_type=OCTET_STREAM)
     if media != JSON:
         raise unsupported_media(media, "application/json or application/octet-stream")
@@ -183,13 +199,32 @@ async def pick_batch(
     return Response(await off_loop(len(body.origins), _json_batch, stored, body), media_type=JSON)
 
 
+def check_binary_rays(size: int, settings: Settings, what: str = "the binary body") -> None:
+    """Refuse binary rays of ``size`` bytes that are not whole rays, none, or too many (422, 413).
+
+    Parameters
+    ----------
+    what : str
+        Where the rays were, in words: ``"the binary body"`` of ``/pick/batch``, the live
+        channel's binary frame.
+    """
+    if size % RAY_BYTES:
+        raise ClientError(422, f"{what} has {size} bytes, which is not a whole number of rays "
+                               f"({RAY_BYTES} bytes each: 6 little-endian float32)")
+    if not size:
+        raise ClientError(422, f"{what} is empty: send at least one ray")
+    check_ray_count(size // RAY_BYTES, settings)
+    check_binary_answer(size // RAY_BYTES, settings)
+
+
 def check_binary_answer(count: int, settings: Settings) -> None:
     """413 when the binary answer of ``count`` rays would exceed ``PICK_MAX_RESPONSE_MB``."""
     response_limits.check(response_limits.binary_batch(count), settings, f"a binary batch of {count} rays",
                           ": send fewer rays per request")
 
 
-def _binary_batch(stored, data: bytes, cull_backfaces: bool, options: dict) -> bytes:
+def binary_batch(stored, data: bytes, cull_backfaces: bool, options: dict) -> bytes:
+    """The records of a binary batch (``data``: whole rays, checked by :func:`check_binary_rays`)."""
     rays = np.frombuffer(data, "<f4").reshape(-1, 6).astype(np.float64)
     hits, _ = _trace(stored, rays[:, :3], rays[:, 3:], cull_backfaces, options)
     return batch_records(hits)
