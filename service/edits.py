@@ -78,11 +78,14 @@ def _apply_objects(scene: bvh.Scene, record: Record) -> Change:
     # Checked before anything changes, in the order the client sent them:
     # set_transforms refuses a bad matrix before it moves anything, and the
     # other fields cannot be refused.
-    # Moves alone are checked by set_transforms, which names the entry.
-    order = record.fields.get("order") or (moved.tolist() + changed_ids if changed_ids else [])
-    for index, oid in enumerate(order):
-        if not scene.has_object(oid):
-            raise bvh.UnknownIdError(f"entry {index}: no object {oid} in this scene")
+    # Moves alone are checked by set_transforms, which names the entry; an
+    # edit of one object is refused as the single-object routes always were.
+    order = record.fields.get("order") or moved.tolist() + changed_ids
+    if len(order) == 1 or changed_ids:
+        for index, oid in enumerate(order):
+            if not scene.has_object(oid):
+                where = "" if len(order) == 1 else f"entry {index}: "
+                raise bvh.UnknownIdError(f"{where}no object {oid} in this scene")
     with scene.batch(answering=False):
         if moved.shape[0]:
             scene.set_transforms(moved, record.arrays["transforms"])
