@@ -152,6 +152,50 @@ def apply(scene: bvh.Scene, record: Record) -> Change:
     return applier(scene, record)
 
 
+def folded(records: list[Record]) -> list[Record]:
+    """``records`` with each run of consecutive ``objects`` records merged into one
+    (the last transform and the last of each field per object win), for a
+    replay: applying the merged record leaves the scene as applying the run
+    one by one would, at the cost of one edit instead of thousands. The
+    merged record keeps the ``seq`` of the last of its run."""
+    out: list[Record] = []
+    run: list[Record] = []
+
+    def flush():
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            moves: dict[int, np.ndarray] = {}
+            fields: dict[int, dict] = {}
+            for record in run:
+                transforms = record.arrays.get("transforms")
+                for row, oid in enumerate(record.arrays.get("moved", np.zeros(0, np.int64)).tolist()):
+                    moves[oid] = _as_matrix(transforms[row])
+                for entry in record.fields.get("changes", []):
+                    fields.setdefault(entry["id"], {}).update({k: v for k, v in entry.items() if k != "id"})
+            merged = objects_record(list(moves), np.array(list(moves.values()), np.float64).reshape(-1, 4, 4),
+                                    [{"id": oid, **values} for oid, values in fields.items()])
+            merged.seq = run[-1].seq
+            out.append(merged)
+        run.clear()
+
+    for record in records:
+        if record.kind == OBJECTS:
+            run.append(record)
+        else:
+            flush()
+            out.append(record)
+    flush()
+    return out
+
+
+def _as_matrix(transform: np.ndarray) -> np.ndarray:
+    """A (4, 4) float64 matrix from a record's (4, 4) or (3, 4) rows, as set_transforms reads them."""
+    matrix = np.eye(4)
+    matrix[:transform.shape[0]] = transform
+    return matrix
+
+
 def objects_record(moved, transforms, changes: list[dict], order: list[int] | None = None) -> Record:
     """An ``objects`` record (``seq`` is set when it is appended)."""
     fields = {"changes": changes}

@@ -204,3 +204,45 @@ def test_a_refused_record_changes_nothing_and_is_not_journaled(tmp_path):
     assert stored.view.version == 0
     assert [r.seq for r in journal.read_file(stored.journal_path)[0]] == [0]
     assert os.path.getsize(stored.journal_path) == stored.journal_end
+
+
+def test_a_folded_run_of_object_edits_leaves_the_scene_as_the_run_does():
+    rng = np.random.default_rng(3)
+    records = []
+    for seq in range(1, 200):
+        ids = rng.choice(6, size=rng.integers(1, 4), replace=False)
+        moved = [oid for oid in ids if rng.random() < 0.7]
+        changes = [{"id": int(oid), "name": f"n{seq}", "pickable": bool(rng.random() < 0.8)}
+                   for oid in ids if oid not in moved or rng.random() < 0.3]
+        matrices = np.stack([moved_matrix(rng) for _ in moved]) if moved else np.zeros((0, 4, 4))
+        # Half the runs' moves come as float32 top rows, as the binary batch sends them.
+        transforms = matrices[:, :3].astype(np.float32) if seq % 2 else matrices
+        record = edits.objects_record(moved, transforms, changes)
+        record.seq = seq
+        records.append(record)
+    one_by_one, folded = _six(), _six()
+    for record in records:
+        edits.apply(one_by_one, record)
+    (merged,) = edits.folded(records)
+    assert merged.seq == 199
+    edits.apply(folded, merged)
+    assert [_described(info) for info in one_by_one.objects] == [_described(info) for info in folded.objects]
+
+
+def moved_matrix(rng) -> np.ndarray:
+    matrix = np.eye(4)
+    matrix[:3, 3] = rng.normal(size=3)
+    matrix[0, 0] = rng.uniform(0.5, 2.0)
+    return matrix
+
+
+def _six() -> bvh.Scene:
+    scene = bvh.Scene()
+    mesh = scene.add_mesh(*TRIANGLE)
+    for index in range(6):
+        scene.add_instance(mesh, moved(2.0 * index))
+    return scene
+
+
+def _described(info) -> tuple:
+    return info.id, info.name, info.pickable, info.mask, info.transform.tolist(), info.bounds.tolist()
