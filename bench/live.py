@@ -8,6 +8,11 @@
    store's ``on_change`` from another thread, as the store does after a
    saved edit; latency from the publish to each subscriber's decoded event,
    p99; bar <= 16 ms.
+4. Fan-out of real edits: the same 32 subscribers, against ``python -m
+   service``; this process moves object 0 with ``PATCH
+   /scenes/{id}/objects/0`` (the time of sending in its x translation);
+   latency from sending the edit to each subscriber's decoded event, which
+   the service pushes once the edit is durable.
 
 1 and 2 run against ``python -m service`` in a subprocess (uvicorn with the
 service's WebSocket options), the mesh of ``bench.http`` (the bunny when
@@ -195,7 +200,10 @@ def subscribe_and_time(port: int, scene_id: str, count: int, events: int) -> Non
                 now = time.monotonic()
                 event = json.loads(frame)
                 if event.get("type") == "event":
-                    latencies.append(now - event["objects"][0]["sent"])
+                    moved = event["objects"][0]
+                    # A published event carries its time; a real edit, in its x translation.
+                    sent = moved["sent"] if "sent" in moved else moved["transform"][0][3]
+                    latencies.append(now - sent)
     print(json.dumps(latencies), flush=True)
 
 
@@ -244,6 +252,40 @@ def fan_out(mesh_path: Path, events: int, interval: float) -> np.ndarray:
     return latencies
 
 
+def edit_fan_out(port: int, scene_id: str, events: int, interval: float) -> np.ndarray:
+    """Seconds from sending each of ``events`` PATCH moves of object 0 to each subscriber's event."""
+    subscribers = subprocess.Popen([sys.executable, "-m", "bench.live", "--subscriber", str(port), scene_id,
+                                    str(SUBSCRIBERS), str(events)], stdout=subprocess.PIPE, text=True,
+                                   cwd=Path(__file__).resolve().parents[1])
+    try:
+        if subscribers.stdout.readline().strip() != "subscribed":
+            raise RuntimeError("the subscriber process failed")
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            stream = sock.makefile("rb")
+            for _ in range(events):
+                time.sleep(interval)
+                body = json.dumps({"transform": [[1, 0, 0, time.monotonic()], [0, 1, 0, 0], [0, 0, 1, 0],
+                                                 [0, 0, 0, 1]]}).encode()
+                sock.sendall(f"PATCH /scenes/{scene_id}/objects/0 HTTP/1.1\r\nHost: bench\r\n"
+                             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                             + body)
+                head = b""
+                while not head.endswith(b"\r\n\r\n"):
+                    head += stream.readline()
+                if not head.startswith(b"HTTP/1.1 200"):
+                    raise RuntimeError(f"the move answered {head[:40]!r}")
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                stream.read(length)
+        latencies = np.array(json.loads(subscribers.stdout.readline()))
+    finally:
+        subscribers.wait(timeout=150)
+    if latencies.size != SUBSCRIBERS * events:
+        raise RuntimeError(f"{latencies.size} events received of {SUBSCRIBERS * events}")
+    return latencies
+
+
 # ---------------------------------------------------------------- main
 
 def main(argv=None) -> int:
@@ -279,6 +321,10 @@ def main(argv=None) -> int:
         rows.append(("pick round trip, one message in flight",
                      f"p50 {np.percentile(times, 50):.3f} ms, p99 {np.percentile(times, 99):.3f} ms",
                      "bar p50 <= 0.2 ms"))
+        edits = edit_fan_out(server.port, scene["id"], args.events, args.interval) * 1e3
+        rows.append((f"edit fan-out, {SUBSCRIBERS} subscribers, {args.events} PATCH moves",
+                     f"p50 {np.percentile(edits, 50):.2f} ms, p99 {np.percentile(edits, 99):.2f} ms, "
+                     f"max {edits.max():.2f} ms", "bar p99 <= 16 ms"))
     finally:
         server.stop()
     latencies = fan_out(mesh_path, args.events, args.interval) * 1e3

@@ -404,15 +404,22 @@ class SceneStore:
         self.compiling: str | None = None
 
     def close(self) -> None:
-        """Write the checkpoints still due and stop the background threads."""
+        """Write the checkpoints still due, stop the background threads and close
+        the journals. The store may be used again after (they start again)."""
         self._closed = True
         self._checkpoint_wake.set()
         if self._checkpoint_thread is not None:
             self._checkpoint_thread.join()
-        self._events.put(None)
+        if self._event_thread is not None:
+            self._events.put(None)
+            self._event_thread.join()
         for stored in list(self._scenes.values()):
-            if stored.writer is not None:
-                stored.writer.close()
+            writer, stored.writer = stored.writer, None
+            if writer is not None:
+                writer.close()
+        self._checkpoint_thread = self._event_thread = None
+        self._checkpoint_wake.clear()
+        self._closed = False
 
     # ------------------------------------------------------------ start-up
     def open_all(self) -> list[str]:
@@ -607,7 +614,8 @@ class SceneStore:
         if stored is not None:
             self._scenes[scene_id] = stored
         if old is not None and old is not stored and old.writer is not None:
-            old.writer.close()
+            writer, old.writer = old.writer, None
+            writer.close()
         return stored
 
     def _reopen(self, scene_id: str) -> StoredScene:

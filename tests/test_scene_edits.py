@@ -77,14 +77,16 @@ def _assert_same_hits(ours, theirs):
 
 
 def test_moved_scenes_agree_with_fresh_scenes_and_the_brute_force():
-    scene = _scene()
+    # 80 instances and 1,500 rays: the brute force over every triangle of
+    # every instance is what this test spends its time on.
+    scene = _scene(count=80)
     scene._snapshot()
     _moves(np.random.default_rng(1), scene, 40)
     # Most snapshots were refits; large moves of many objects make the cost
     # ratio ask for some rebuilds.
     assert scene.top_level_builds < 30
     vertices, faces, owner, _ = flatten(scene)
-    origins, directions = pick_rays(vertices, 3000, np.random.default_rng(2), axis_aligned_fraction=0.1)
+    origins, directions = pick_rays(vertices, 1500, np.random.default_rng(2), axis_aligned_fraction=0.1)
     hits = scene.intersect(origins, directions)
     # The same transforms give the same inverses and mesh trees, so every
     # field of every ray is the fresh scene's: the top-level tree is only
@@ -96,7 +98,7 @@ def test_moved_scenes_agree_with_fresh_scenes_and_the_brute_force():
     assert agree.mean() >= 0.999
     assert (np.abs(edge[on_mesh][~agree]) < 1e-6).all()
     both = np.flatnonzero(hits.hit & (ref_triangle >= 0) & on_mesh)
-    assert both.size > 300
+    assert both.size > 200
     assert np.mean(hits.object[both] == owner[ref_triangle[both]]) >= 0.999
     np.testing.assert_allclose(hits.t[both], ref_t[both], rtol=1e-5, atol=1e-6)
 
