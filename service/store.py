@@ -49,6 +49,7 @@ and finds the same view afterwards saw one consistent state
 (:meth:`StoredScene.consistent`).
 """
 
+import asyncio
 import contextlib
 import errno
 import json
@@ -62,7 +63,7 @@ import shutil
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -318,6 +319,34 @@ class _Staged:
 SMALL_EDIT_OBJECTS = 64
 
 
+@dataclass
+class _EditGroup:
+    """Object edits that arrived on the event loop together, applied as one.
+
+    The records touch disjoint objects (an edit of an object already in the
+    group starts the next group), so each editor's answer describes its
+    objects as its own edit left them."""
+
+    records: list = field(default_factory=list)
+    futures: list = field(default_factory=list)
+    ids: set = field(default_factory=set)
+
+
+def _record_ids(record: Record) -> set:
+    return set(record.arrays["moved"].tolist()) | {entry["id"] for entry in record.fields.get("changes", [])}
+
+
+def _pass_on(done: "asyncio.Future", future: "asyncio.Future") -> None:
+    """Give ``future`` the outcome of ``done`` (a task run for it)."""
+    if future.done():
+        return
+    if done.cancelled():
+        future.cancel()
+    elif done.exception() is not None:
+        future.set_exception(done.exception())
+    else:
+        future.set_result(done.result())
+
 def record_size(record: Record) -> int:
     """How many objects (or vertices, in thousands) a record touches: what applying it costs."""
     if record.kind == edits.VERTICES:
@@ -393,6 +422,9 @@ class SceneStore:
         self.on_change: Callable[[str, dict], None] | None = None
         self._events: queue.SimpleQueue = queue.SimpleQueue()
         self._event_thread: threading.Thread | None = None
+        #: Per scene, the object edits gathering on the event loop (see :meth:`record_soon`).
+        self._groups: dict[str, _EditGroup] = {}
+        self._tasks: set = set()
         self._checkpoint_wake = threading.Event()
         self._checkpoint_thread: threading.Thread | None = None
         self._closed = False
@@ -716,17 +748,78 @@ class SceneStore:
         return self._settled(staged)
 
     async def record_soon(self, scene_id: str, record: Record) -> tuple[StoredScene, Change, SceneView]:
-        """:meth:`record` for the event loop: a small edit is applied on the loop
-        when the scene's locks are free (a move takes a fraction of a
-        millisecond, less than handing it to a worker thread), and the loop
-        goes on while its sync runs; otherwise it runs on a worker thread."""
-        staged = None
-        if record_size(record) <= SMALL_EDIT_OBJECTS:
-            staged = self._stage(scene_id, record, blocking=False)
+        """:meth:`record` for the event loop.
+
+        A small edit is applied on the loop when the scene's locks are free
+        (a move takes a fraction of a millisecond, less than handing it to a
+        worker thread), and the loop goes on while its sync runs; otherwise
+        it runs on a worker thread. Small object edits that arrive together
+        (several editors dragging at once) are applied as one edit and one
+        journal record (:class:`_EditGroup`), so that their cost is shared as
+        their sync is.
+        """
+        if record_size(record) > SMALL_EDIT_OBJECTS:
+            return await run_in_threadpool(self.record, scene_id, record)
+        if record.kind != edits.OBJECTS:
+            return await self._record_on_loop(scene_id, record)
+        ids = _record_ids(record)
+        group = self._groups.get(scene_id)
+        if group is None or not ids.isdisjoint(group.ids):
+            group = self._groups[scene_id] = _EditGroup()
+            asyncio.get_running_loop().call_soon(self._apply_group, scene_id, group)
+        future = asyncio.get_running_loop().create_future()
+        group.records.append(record)
+        group.futures.append(future)
+        group.ids |= ids
+        return await future
+
+    async def _record_on_loop(self, scene_id: str, record: Record) -> tuple[StoredScene, Change, SceneView]:
+        staged = self._stage(scene_id, record, blocking=False)
         if staged is None:
             return await run_in_threadpool(self.record, scene_id, record)
         await staged.writer.durable(staged.seq)
         return self._settled(staged)
+
+    def _apply_group(self, scene_id: str, group: "_EditGroup") -> None:
+        """Apply the edits of a group (on the loop, once the edits that arrived with it are in)."""
+        if self._groups.get(scene_id) is group:
+            del self._groups[scene_id]
+        if len(group.records) > 1:
+            (merged,) = edits.folded(group.records)
+            try:
+                staged = self._stage(scene_id, merged, blocking=False)
+            except (ValueError, LookupError, SceneNotFound):
+                # One of them is refused: each on its own, so that only it is.
+                staged = None
+            except BaseException as error:
+                for future in group.futures:
+                    if not future.done():
+                        future.set_exception(error)
+                return
+            else:
+                if staged is not None:
+                    task = asyncio.ensure_future(self._settle_group(staged, group.futures))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+                    return
+        for record, future in zip(group.records, group.futures):
+            task = asyncio.ensure_future(self._record_on_loop(scene_id, record))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda done, future=future: _pass_on(done, future))
+
+    async def _settle_group(self, staged: "_Staged", futures: list) -> None:
+        try:
+            await staged.writer.durable(staged.seq)
+            result = self._settled(staged)
+        except BaseException as error:
+            for future in futures:
+                if not future.done():
+                    future.set_exception(error)
+            raise
+        for future in futures:
+            if not future.done():
+                future.set_result(result)
 
     def _stage(self, scene_id: str, record: Record, blocking: bool) -> "_Staged | None":
         """Apply and append a record (not yet durable); None when ``blocking`` is

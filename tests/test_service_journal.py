@@ -246,3 +246,36 @@ def _six() -> bvh.Scene:
 
 def _described(info) -> tuple:
     return info.id, info.name, info.pickable, info.mask, info.transform.tolist(), info.bounds.tolist()
+
+
+def test_edits_arriving_together_on_the_loop_share_one_record_and_a_refused_one_is_alone(tmp_path):
+    import asyncio
+
+    store = SceneStore(tmp_path)
+    scene_id = make_scene(store, count=8)
+
+    async def together(records):
+        return await asyncio.gather(*(store.record_soon(scene_id, record) for record in records),
+                                    return_exceptions=True)
+
+    moves = [edits.objects_record([oid], moved(10.0 + oid)[None], []) for oid in range(6)]
+    answers = asyncio.run(together(moves))
+    assert {view.version for _, _, view in answers} == {1}
+    assert [r.seq for r in journal.read_file(store.get(scene_id).journal_path)[0]] == [0, 1]
+    assert [table(store, scene_id)[oid][1][0][3] for oid in range(6)] == [10.0 + oid for oid in range(6)]
+
+    # One refused edit among them: the others are applied, each alone.
+    refused = edits.objects_record([], np.zeros((0, 4, 4)), [{"id": 99, "name": "nobody"}])
+    answers = asyncio.run(together([moves[0], refused, edits.objects_record([1], moved(-1.0)[None], [])]))
+    assert isinstance(answers[1], bvh.UnknownIdError) and str(answers[1]) == "no object 99 in this scene"
+    assert table(store, scene_id)[1][1][0][3] == -1.0
+    assert sorted(view.version for _, _, view in (answers[0], answers[2])) == [2, 3]
+
+    # Two edits of one object: two groups, applied in arrival order.
+    answers = asyncio.run(together([edits.objects_record([2], moved(5.0)[None], []),
+                                    edits.objects_record([2], moved(6.0)[None], [])]))
+    assert [view.version for _, _, view in answers] == [4, 5]
+    assert table(store, scene_id)[2][1][0][3] == 6.0
+    reopened = SceneStore(tmp_path)
+    reopened.open_all()
+    assert table(reopened, scene_id) == table(store, scene_id)
