@@ -127,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     live_hub = LiveHub(settings.live_queue)
     # The store calls it after every saved edit, this process's or another worker's.
     store.on_change = live_hub.publish
+    store.listened = live_hub.listened
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

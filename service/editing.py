@@ -76,7 +76,7 @@ def batch_record(entries: list) -> tuple[edits.Record, list[int]]:
 def _answer(view, change, ids: list[int] | None) -> dict:
     objects = None
     if ids is not None:
-        objects = [object_json(view.objects[oid]) for oid in ids if oid in view.objects]
+        objects = view.objects.json(ids)
     return {"version": view.version, "count": len(change.objects), "objects": objects}
 
 
@@ -152,7 +152,7 @@ async def remove_object(store: SceneStore, scene_id: str, object_id: int) -> Non
 async def add_objects(store: SceneStore, scene_id: str, objects: list[dict]) -> list[dict]:
     """Add instances of existing meshes and shapes (``service.edits`` ``add`` entries)."""
     _, change, view = await _recorded(store, scene_id, edits.add_record(objects))
-    return [object_json(view.objects[oid]) for oid in change.objects if oid in view.objects]
+    return view.objects.json(change.objects)
 
 
 async def replace_vertices(store: SceneStore, scene_id: str, mesh_id: int, vertices: np.ndarray) -> dict:

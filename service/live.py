@@ -288,6 +288,10 @@ class LiveHub:
             if subscriber.stored is not None and subscriber.stored is not stored:
                 subscriber.owe_resync()
 
+    def listened(self, scene_id: str) -> bool:
+        """Whether the scene has subscribers (the store makes no events for one that has none)."""
+        return bool(self._subscribers.get(scene_id))
+
     def publish(self, scene_id: str, event: dict) -> None:
         """Hand a change event to the loop, from any thread; returns at once.
 

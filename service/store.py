@@ -420,6 +420,9 @@ class SceneStore:
         #: (once durable) and other processes' (once followed), from the store's
         #: event thread; events are described in ``service.live``.
         self.on_change: Callable[[str, dict], None] | None = None
+        #: Whether anyone listens to a scene's events (None: assume so); an
+        #: event of a scene nobody listens to is not made at all.
+        self.listened: Callable[[str], bool] | None = None
         self._events: queue.SimpleQueue = queue.SimpleQueue()
         self._event_thread: threading.Thread | None = None
         #: Per scene, the object edits gathering on the event loop (see :meth:`record_soon`).
@@ -1020,7 +1023,7 @@ class SceneStore:
     # ------------------------------------------------------------ events
     def _announce_event(self, stored: StoredScene, change: Change) -> None:
         """Queue ``change`` for :attr:`on_change` (made into JSON on the event thread, off the edit's path)."""
-        if self.on_change is None:
+        if self.on_change is None or (self.listened is not None and not self.listened(stored.id)):
             return
         if self._event_thread is None:
             with self._locks_guard:
@@ -1031,8 +1034,6 @@ class SceneStore:
         self._events.put((stored.id, stored.view, change))
 
     def _send_events(self) -> None:
-        from .serialize import object_json
-
         while True:
             item = self._events.get()
             if item is None:
@@ -1041,7 +1042,7 @@ class SceneStore:
             if change.event == "removed":
                 objects = list(change.objects)
             else:
-                objects = [object_json(view.objects[oid]) for oid in change.objects if oid in view.objects]
+                objects = view.objects.json(change.objects)
             event = {"event": change.event, "objects": objects, "version": view.version}
             if change.mesh is not None:
                 event["mesh"] = change.mesh
