@@ -39,6 +39,7 @@ from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, f
 from .refit import check_refit_vertices
 from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, aligned_empty, collapse_to_wide, \
     outward_float32
+from .placement import transformed_boxes as _transformed_boxes
 from .shapes import BOX, KIND_NAMES, MESH, POLYGON, QUAD, REMOVED, SPHERE, make_shape
 from .validation import MAX_MESH_EXTENT, check_mesh, check_rays, check_window, real_array
 
@@ -560,50 +561,6 @@ def _box_corners(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """(..., 8, 3) corners of boxes ``lo, hi (..., 3)``."""
     pick = np.array([[(c >> k) & 1 for k in range(3)] for c in range(8)], bool)
     return np.where(pick, hi[..., None, :], lo[..., None, :])
-
-
-#: Objects per step of :func:`_transformed_boxes`: its temporaries (9
-#: products per box per object, twice) then stay in the CPU's cache, which
-#: made 10,000 objects four times as fast as one pass over them all.
-_BOX_CHUNK = 256
-
-
-def _transformed_boxes(matrices: np.ndarray, boxes: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
-    """(K, 2, 3) world box of each object's object-space boxes under its
-    ``matrices (K, 4, 4)``.
-
-    ``boxes`` is ``(K, B, 6)``, B boxes per object, or ``(U, B, 6)`` with
-    ``which (K,)`` saying whose boxes each object has (the instances of a
-    mesh share them).
-
-    The same numbers as transforming the eight corners of every box
-    (``x * m0 + y * m1 + z * m2`` summed in that order, plus the
-    translation) and taking their extremes: each of the three products
-    takes its smaller (larger) value at one end of its axis whatever the
-    others do, and rounded addition never decreases when a term grows, so
-    the corner made of the smallest products gives the smallest sum.
-    """
-    count = matrices.shape[0]
-    out = np.empty((count, 2, 3))
-    for start in range(0, count, _BOX_CHUNK):
-        rows = slice(start, start + _BOX_CHUNK)
-        mine = boxes[rows] if which is None else boxes[which[rows]]
-        # Axes (object, world axis j, object axis i, box): products m[j, i] * x[i].
-        linear = matrices[rows, :3, :3, None]
-        low = linear * mine[:, None, :, :3].transpose(0, 1, 3, 2)
-        high = linear * mine[:, None, :, 3:].transpose(0, 1, 3, 2)
-        small = np.minimum(low, high)
-        np.maximum(low, high, out=high)
-        lo = small[:, :, 0]
-        lo += small[:, :, 1]
-        lo += small[:, :, 2]
-        hi = high[:, :, 0]
-        hi += high[:, :, 1]
-        hi += high[:, :, 2]
-        shift = matrices[rows, :3, 3]
-        out[rows, 0] = lo.min(axis=2) + shift
-        out[rows, 1] = hi.max(axis=2) + shift
-    return out
 
 
 def _out_of_range(cover: np.ndarray) -> np.ndarray:
