@@ -207,6 +207,17 @@ def subscribe_and_time(port: int, scene_id: str, count: int, events: int) -> Non
     print(json.dumps(latencies), flush=True)
 
 
+def start_subscribers(port: int, scene_id: str, events: int) -> subprocess.Popen:
+    """The subscriber process (:func:`subscribe_and_time`), once its connections are open."""
+    subscribers = subprocess.Popen([sys.executable, "-m", "bench.live", "--subscriber", str(port), scene_id,
+                                    str(SUBSCRIBERS), str(events)], stdout=subprocess.PIPE, text=True,
+                                   cwd=Path(__file__).resolve().parents[1])
+    if subscribers.stdout.readline().strip() != "subscribed":
+        subscribers.kill()
+        raise RuntimeError("the subscriber process failed")
+    return subscribers
+
+
 def fan_out(mesh_path: Path, events: int, interval: float) -> np.ndarray:
     import uvicorn
 
@@ -225,12 +236,8 @@ def fan_out(mesh_path: Path, events: int, interval: float) -> np.ndarray:
 
     wait_ready(f"http://127.0.0.1:{port}", timeout=600)
     scene_id = upload(f"http://127.0.0.1:{port}", mesh_path)["id"]
-    subscribers = subprocess.Popen([sys.executable, "-m", "bench.live", "--subscriber", str(port), scene_id,
-                                    str(SUBSCRIBERS), str(events)], stdout=subprocess.PIPE, text=True,
-                                   cwd=Path(__file__).resolve().parents[1])
+    subscribers = start_subscribers(port, scene_id, events)
     try:
-        if subscribers.stdout.readline().strip() != "subscribed":
-            raise RuntimeError("the subscriber process failed")
         on_change = app.state.store.on_change
 
         def publish():
@@ -254,12 +261,8 @@ def fan_out(mesh_path: Path, events: int, interval: float) -> np.ndarray:
 
 def edit_fan_out(port: int, scene_id: str, events: int, interval: float) -> np.ndarray:
     """Seconds from sending each of ``events`` PATCH moves of object 0 to each subscriber's event."""
-    subscribers = subprocess.Popen([sys.executable, "-m", "bench.live", "--subscriber", str(port), scene_id,
-                                    str(SUBSCRIBERS), str(events)], stdout=subprocess.PIPE, text=True,
-                                   cwd=Path(__file__).resolve().parents[1])
+    subscribers = start_subscribers(port, scene_id, events)
     try:
-        if subscribers.stdout.readline().strip() != "subscribed":
-            raise RuntimeError("the subscriber process failed")
         with socket.create_connection(("127.0.0.1", port)) as sock:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             stream = sock.makefile("rb")

@@ -26,6 +26,7 @@ the next writer, holding the scene's file lock, cuts it off.
 """
 
 import asyncio
+import errno
 import os
 import struct
 import threading
@@ -153,16 +154,22 @@ def write_new(path: str, records: list[bytes]) -> None:
         stream.flush()
         os.fsync(stream.fileno())
     os.replace(temporary, path)
-    _fsync_directory(os.path.dirname(path))
+    fsync_directory(os.path.dirname(path))
 
 
-def _fsync_directory(directory: str) -> None:
-    descriptor = os.open(directory, os.O_RDONLY)
+def fsync_directory(directory) -> None:
+    """Make renames and creations in ``directory`` durable (a no-op where a
+    directory cannot be opened)."""
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
     try:
         os.fsync(descriptor)
-    except OSError:
+    except OSError as error:
         # Some file systems refuse fsync on a directory; they order renames anyway.
-        pass
+        if error.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
     finally:
         os.close(descriptor)
 

@@ -51,7 +51,6 @@ and finds the same view afterwards saw one consistent state
 
 import asyncio
 import contextlib
-import errno
 import json
 import logging
 import mmap
@@ -75,6 +74,7 @@ import bvh
 from . import edits, journal
 from .edits import Change
 from .journal import JOURNAL_FILE, JournalWriter, Record
+from .journal import fsync_directory as _fsync_directory
 from starlette.concurrency import run_in_threadpool
 from .views import ObjectTable
 
@@ -257,21 +257,6 @@ def _scene_lock(scene: bvh.Scene):
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _fsync_directory(directory: Path) -> None:
-    try:
-        descriptor = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError as error:
-        # Some file systems refuse fsync on a directory; they order renames anyway.
-        if error.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
-            raise
-    finally:
-        os.close(descriptor)
 
 
 def write_json_atomically(path: Path, content: dict) -> None:
@@ -962,16 +947,20 @@ class SceneStore:
         if stored.seq <= base:
             stored.pending_since = None
 
+    def _start(self, attribute: str, target: Callable[[], None], name: str) -> None:
+        """Start the background thread kept in ``attribute`` unless it is running."""
+        if getattr(self, attribute) is None:
+            with self._locks_guard:
+                if getattr(self, attribute) is None:
+                    thread = threading.Thread(target=target, name=name, daemon=True)
+                    setattr(self, attribute, thread)
+                    thread.start()
+
     # ------------------------------------------------------------ checkpoints
     def _checkpoint_due(self, stored: StoredScene) -> None:
         if stored.pending_since is None:
             stored.pending_since = time.monotonic()
-        if self._checkpoint_thread is None:
-            with self._locks_guard:
-                if self._checkpoint_thread is None:
-                    self._checkpoint_thread = threading.Thread(target=self._checkpoints, name="checkpoints",
-                                                               daemon=True)
-                    self._checkpoint_thread.start()
+        self._start("_checkpoint_thread", self._checkpoints, "checkpoints")
         if stored.seq - stored.checkpoint_seq >= self.checkpoint_records:
             self._checkpoint_wake.set()
 
@@ -1025,12 +1014,7 @@ class SceneStore:
         """Queue ``change`` for :attr:`on_change` (made into JSON on the event thread, off the edit's path)."""
         if self.on_change is None or (self.listened is not None and not self.listened(stored.id)):
             return
-        if self._event_thread is None:
-            with self._locks_guard:
-                if self._event_thread is None:
-                    self._event_thread = threading.Thread(target=self._send_events, name="change events",
-                                                          daemon=True)
-                    self._event_thread.start()
+        self._start("_event_thread", self._send_events, "change events")
         self._events.put((stored.id, stored.view, change))
 
     def _send_events(self) -> None:
