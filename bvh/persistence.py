@@ -133,7 +133,7 @@ def write_arrays(directory, arrays: dict, metadata: dict, tokens: dict | None = 
                 if entry is None:
                     entry = _write_array_file(directory, name, array, token, created)
                 entries[name] = entry
-            _fsync_directory(directory)
+            fsync_directory(directory)
             manifest = {
                 "format": FORMAT,
                 "version": FORMAT_VERSION,
@@ -150,7 +150,7 @@ def write_arrays(directory, arrays: dict, metadata: dict, tokens: dict | None = 
                 if path.name not in referenced:
                     _remove_quietly(path)
             raise
-        _fsync_directory(directory)
+        fsync_directory(directory)
         _remove_unreferenced(directory, {entry["file"] for entry in entries.values()})
 
 
@@ -274,7 +274,7 @@ def _make_directory(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     # A new directory's own entry lives in its parent; without this a crash
     # could lose the whole directory after the save was acknowledged.
-    _fsync_directory(directory.parent)
+    fsync_directory(directory.parent)
 
 
 @contextmanager
@@ -361,7 +361,7 @@ def _replace_manifest(directory: Path, manifest: dict) -> None:
         raise
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: Path) -> None:
     """Make renames and creations in ``directory`` durable (no-op where
     directories cannot be opened, i.e. Windows)."""
     try:

@@ -26,7 +26,6 @@ the next writer, holding the scene's file lock, cuts it off.
 """
 
 import asyncio
-import errno
 import os
 import struct
 import threading
@@ -35,6 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import orjson
+
+from bvh.persistence import fsync_directory
 
 JOURNAL_FILE = "journal"
 
@@ -155,23 +156,6 @@ def write_new(path: str, records: list[bytes]) -> None:
         os.fsync(stream.fileno())
     os.replace(temporary, path)
     fsync_directory(os.path.dirname(path))
-
-
-def fsync_directory(directory) -> None:
-    """Make renames and creations in ``directory`` durable (a no-op where a
-    directory cannot be opened)."""
-    try:
-        descriptor = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError as error:
-        # Some file systems refuse fsync on a directory; they order renames anyway.
-        if error.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
-            raise
-    finally:
-        os.close(descriptor)
 
 
 def _settle(future, failure: OSError | None) -> None:

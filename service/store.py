@@ -70,11 +70,11 @@ from typing import Callable, TypeVar
 import numpy as np
 
 import bvh
+from bvh.persistence import fsync_directory
 
 from . import edits, journal
 from .edits import Change
 from .journal import JOURNAL_FILE, JournalWriter, Record
-from .journal import fsync_directory as _fsync_directory
 from starlette.concurrency import run_in_threadpool
 from .views import ObjectTable
 
@@ -267,7 +267,7 @@ def write_json_atomically(path: Path, content: dict) -> None:
         stream.flush()
         os.fsync(stream.fileno())
     os.replace(temporary, path)
-    _fsync_directory(path.parent)
+    fsync_directory(path.parent)
 
 
 @contextlib.contextmanager
@@ -680,9 +680,9 @@ class SceneStore:
             scene.save(staging / SCENE_DIR, annotations={JOURNAL_SEQ: 0})
             journal.write_new(str(staging / JOURNAL_FILE), [journal.encode(0, edits.BASE)])
             write_json_atomically(staging / SERVICE_FILE, metadata)
-            _fsync_directory(staging)
+            fsync_directory(staging)
             os.rename(staging, directory)
-            _fsync_directory(self.scenes_dir)
+            fsync_directory(self.scenes_dir)
             self.changes.announce()
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -1048,7 +1048,7 @@ class SceneStore:
                     os.rename(directory, trash)
                 except FileNotFoundError:
                     raise SceneNotFound(scene_id) from None
-                _fsync_directory(self.scenes_dir)
+                fsync_directory(self.scenes_dir)
                 self.changes.announce()
             self._replace(scene_id, None)
         # Memory maps of the deleted files stay valid for queries still running.
