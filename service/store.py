@@ -289,6 +289,16 @@ def _file_lock(path: Path, blocking: bool = True):
         os.close(descriptor)
 
 
+def _journal_position(stored: "StoredScene") -> tuple[int, int] | None:
+    """``(inode, size)`` of the scene's journal now: ``(-1, 0)`` when it has none
+    yet (a scene saved before journals), None when the scene is gone."""
+    try:
+        status = os.stat(stored.journal_path)
+        return status.st_ino, status.st_size
+    except FileNotFoundError:
+        return (-1, 0) if (stored.directory / SERVICE_FILE).exists() else None
+
+
 @dataclass
 class _Staged:
     """An edit applied and appended, not yet known durable."""
@@ -557,16 +567,14 @@ class SceneStore:
             now = time.monotonic()
             if token is not None and token == stored.checked_token and now < stored.recheck_at:
                 return stored
-            try:
-                status = os.stat(stored.journal_path)
-                if status.st_ino == stored.journal_inode and status.st_size == stored.journal_end:
-                    stored.checked_token = token
-                    stored.recheck_at = now + RECHECK_SECONDS
-                    return stored
-            except FileNotFoundError:
-                if not (stored.directory / SERVICE_FILE).exists():
-                    self._replace(scene_id, None)
-                    raise SceneNotFound(scene_id) from None
+            position = _journal_position(stored)
+            if position is None:
+                self._replace(scene_id, None)
+                raise SceneNotFound(scene_id)
+            if position == (stored.journal_inode, stored.journal_end):
+                stored.checked_token = token
+                stored.recheck_at = now + RECHECK_SECONDS
+                return stored
             if self._lock_for(scene_id).locked():
                 # This process is changing it right now: its copy in memory is the newest.
                 return stored
@@ -590,14 +598,14 @@ class SceneStore:
             stored = self._replace(scene_id, self._reopen(scene_id))
             return stored
         token = self.changes.read()
-        try:
-            status = os.stat(stored.journal_path)
-        except FileNotFoundError:
-            return stored
-        if status.st_ino == stored.journal_inode and status.st_size == stored.journal_end:
+        position = _journal_position(stored)
+        if position is None:
+            self._replace(scene_id, None)
+            raise SceneNotFound(scene_id)
+        if position == (stored.journal_inode, stored.journal_end):
             stored.checked_token, stored.recheck_at = token, time.monotonic() + RECHECK_SECONDS
             return stored
-        same_file = status.st_ino == stored.journal_inode
+        same_file = position[0] == stored.journal_inode
         try:
             records, end, _, inode = journal.read_file(stored.journal_path, stored.journal_end if same_file else 0)
         except FileNotFoundError:

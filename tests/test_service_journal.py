@@ -279,3 +279,20 @@ def test_edits_arriving_together_on_the_loop_share_one_record_and_a_refused_one_
     reopened = SceneStore(tmp_path)
     reopened.open_all()
     assert table(reopened, scene_id) == table(store, scene_id)
+
+
+def test_a_scene_saved_before_journals_is_served_without_a_reload_per_request(tmp_path, monkeypatch):
+    store = SceneStore(tmp_path)
+    scene_id = make_scene(store)
+    stored = store.get(scene_id)
+    os.unlink(stored.journal_path)
+    reopened = SceneStore(tmp_path)
+    reopened.open_all()
+    first = reopened.get(scene_id)
+    monkeypatch.setattr(reopened, "_reopen", lambda scene_id: pytest.fail("reopened an unchanged scene"))
+    assert reopened.get(scene_id, reload=False) is first
+    # Its first edit starts a journal after the checkpoint.
+    monkeypatch.undo()
+    move(reopened, scene_id, 0, 4.0)
+    assert [r.seq for r in journal.read_file(first.journal_path)[0]] == [0, 1]
+    assert table(SceneStore(tmp_path), scene_id) == table(reopened, scene_id)
