@@ -313,6 +313,9 @@ class _Staged:
 #: Edits of up to this many objects may be applied on the event loop (see :meth:`SceneStore.record_soon`).
 SMALL_EDIT_OBJECTS = 64
 
+#: How long a small edit waits on the event loop before it tries a taken scene lock again.
+LOCKED_RETRY_SECONDS = 0.0005
+
 
 @dataclass
 class _EditGroup:
@@ -770,9 +773,12 @@ class SceneStore:
         return await future
 
     async def _record_on_loop(self, scene_id: str, record: Record) -> tuple[StoredScene, Change, SceneView]:
-        staged = self._stage(scene_id, record, blocking=False)
-        if staged is None:
-            return await run_in_threadpool(self.record, scene_id, record)
+        # While a checkpoint or another worker holds the scene's locks, the
+        # edit waits on the loop rather than on a worker thread: threads
+        # blocked on the locks would hold them in turn, and small edits would
+        # keep finding them taken and queue up behind each other.
+        while (staged := self._stage(scene_id, record, blocking=False)) is None:
+            await asyncio.sleep(LOCKED_RETRY_SECONDS)
         await staged.writer.durable(staged.seq)
         return self._settled(staged)
 
@@ -793,11 +799,14 @@ class SceneStore:
                         future.set_exception(error)
                 return
             else:
-                if staged is not None:
-                    task = asyncio.ensure_future(self._settle_group(staged, group.futures))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
+                if staged is None:
+                    # The locks are taken (see _record_on_loop): the group tries again shortly.
+                    asyncio.get_running_loop().call_later(LOCKED_RETRY_SECONDS, self._apply_group, scene_id, group)
                     return
+                task = asyncio.ensure_future(self._settle_group(staged, group.futures))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                return
         for record, future in zip(group.records, group.futures):
             task = asyncio.ensure_future(self._record_on_loop(scene_id, record))
             self._tasks.add(task)
