@@ -175,6 +175,7 @@ class Editor:
         self.in_flight: dict[str, tuple[float, object] | None] = {"hover": None, "move": None, "batch": None}
         self.order: list[str] = []
         self.closed = False
+        self.receiving: asyncio.Task | None = None
 
     # ------------------------------------------------------------ the socket
     async def connect(self) -> asyncio.StreamReader:
@@ -272,14 +273,19 @@ class Editor:
         return True
 
     # ------------------------------------------------------------ the work
-    async def work(self) -> None:
-        run = self.run
+    async def greeted(self) -> None:
+        """Connected, and the hello (the whole object table) received: before the clock starts, since
+        every hello of a large scene costs the server more than many edits."""
         reader = await self.connect()
         hello = asyncio.get_running_loop().create_future()
-        receiving = asyncio.create_task(self.receive(reader, hello))
+        self.receiving = asyncio.create_task(self.receive(reader, hello))
+        await asyncio.wait_for(hello, 120)
+
+    async def work(self) -> None:
+        run = self.run
+        receiving = self.receiving
         selecting = asyncio.create_task(self.select_loop())
         try:
-            await asyncio.wait_for(hello, 30)
             tick = 0
             step = 0
             next_batch = run.started + self.batch_phase
@@ -395,12 +401,13 @@ def _row(seconds, errors: int, skipped: int, elapsed: float) -> dict:
     return row
 
 
-def memory_spread(sampler: load.MemorySampler, mark: float) -> dict:
-    """The RSS samples after ``mark`` s against the one at ``mark``: the largest deviation, in percent."""
+def memory_spread(sampler: load.MemorySampler, mark: float, duration: float) -> dict:
+    """The RSS samples from ``mark`` s to the end of the load against the one at ``mark``: the largest
+    deviation, in percent (the sample taken once the editors have closed their sockets is left out)."""
     report = sampler.report(mark, load.MAX_DURATION)
     if not report.get("known"):
         return report
-    later = [rss for t, rss, _, _ in sampler.samples if t > mark + 0.5]
+    later = [rss for t, rss, _, _ in sampler.samples if mark + 0.5 < t <= duration + 0.5]
     base = report["rss_at_mark"]
     low = min(later, default=base)
     high = max(later, default=base)
@@ -423,7 +430,8 @@ def figures(run: Run, sampler, mark: float, client_cpu: float, server_cpu, edito
                "p99_ms": float(np.percentile(fan, 99)) if fan.size else None,
                "max_ms": float(fan.max()) if fan.size else None, "events": run.events, "resyncs": run.resyncs}
     errors = sum(row["errors"] for row in rows.values())
-    memory = memory_spread(sampler, min(mark, run.elapsed)) if sampler is not None else {"known": False}
+    memory = (memory_spread(sampler, min(mark, run.duration), run.duration) if sampler is not None
+              else {"known": False})
     bars = {
         "errors": {"value": errors, "bar": BARS["errors"], "met": errors == BARS["errors"]},
         "hover_p99_ms": {"value": rows["hover"]["p99_ms"], "bar": BARS["hover_p99_ms"],
@@ -491,16 +499,22 @@ def print_report(report: dict, cpu_count: int) -> str:
 
 # ---------------------------------------------------------------- main
 
-async def _drive(run: Run, editors: list[Editor], sampler) -> None:
-    run.started = time.perf_counter() + 0.5       # every editor connected and greeted first
+async def _drive(run: Run, editors: list[Editor], sampler, pid: int | None) -> tuple[float, float | None]:
+    """Greet every editor, then run them; client and server CPU seconds over the run."""
+    greeting = time.perf_counter()
+    await asyncio.gather(*(editor.greeted() for editor in editors))
+    print(f"{len(editors)} editors connected and greeted in {time.perf_counter() - greeting:.1f} s", flush=True)
+    client_cpu = load.client_cpu_seconds()
+    server_cpu = load.cpu_seconds(pid) if pid is not None else None
+    run.started = time.perf_counter()
     run.deadline = run.started + run.duration
     sampling = None
     try:
-        tasks = [asyncio.create_task(editor.work()) for editor in editors]
-        await asyncio.sleep(max(0.0, run.started - time.perf_counter()))
         sampling = asyncio.create_task(sampler(run.started)) if sampler else None
-        for task in tasks:
+        for task in [asyncio.create_task(editor.work()) for editor in editors]:
             await task
+        return (load.client_cpu_seconds() - client_cpu,
+                None if pid is None else load.cpu_seconds(pid) - server_cpu)
     finally:
         run.elapsed = time.perf_counter() - run.started
         if sampling is not None:
@@ -554,11 +568,7 @@ def main(args) -> int:
         log(f"editors: {args.duration:g} s, {args.editors} editors on {len(scene['objects']):,} objects, each "
             f"hovering at {HOVER_HZ:g} Hz and dragging at {MOVE_HZ:g} Hz over its WebSocket, a batch every "
             f"{BATCH_EVERY_S:g} s, a selection every {SELECT_EVERY_S:g} s ...")
-        client_cpu = load.client_cpu_seconds()
-        server_cpu = load.cpu_seconds(pid) if pid is not None else None
-        asyncio.run(_drive(run, editors, sampler))
-        client_cpu = load.client_cpu_seconds() - client_cpu
-        server_cpu = load.cpu_seconds(pid) - server_cpu if pid is not None else None
+        client_cpu, server_cpu = asyncio.run(_drive(run, editors, sampler, pid))
         report = figures(run, sampler, args.memory_mark, client_cpu, server_cpu, args.editors, scene)
         print()
         report["summary"] = print_report(report, os.cpu_count())

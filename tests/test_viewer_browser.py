@@ -616,4 +616,19 @@ def test_hover_and_drag_over_the_live_channel_reach_a_second_viewer(server, brow
              viewer_value(browser, f"window.viewer.objects[{box}].transform") == moved_again,
              "page B reconnected with the table")
     assert viewer_value(browser, "window.viewer.live")
+
+    # Objects added and removed by others show up in the table, and the scene is drawn again.
+    response = httpx.post(f"{server}/scenes/{scene}/objects", json={"shape": "sphere", "radius": 0.5, "name": "ball"},
+                          headers=AUTH)
+    assert response.status_code == 201, response.text
+    [added] = response.json()["objects"]
+    ball = added["id"]
+    wait_for(browser, lambda: viewer_value(browser, f"window.viewer.objects[{ball}]?.name") == "ball",
+             "the added ball in page B")
+    assert httpx.delete(f"{server}/scenes/{scene}/objects/{box}", headers=AUTH).status_code == 204
+    wait_for(browser, lambda: viewer_value(browser, f"{box} in window.viewer.objects") is False,
+             "the removed box gone from page B")
+    version = viewer_value(browser, "window.viewer.version")
+    wait_for(browser, lambda: int(browser.find_element(By.ID, "render").get_attribute("data-version")) >= version,
+             "page B drawn without the box")
     assert_no_script_errors(browser)

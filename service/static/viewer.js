@@ -388,8 +388,11 @@
     const exists = (id) => Object.hasOwn(state.objects, id);
     if (state.highlight.some((id) => !exists(id))) {
       state.highlight = state.highlight.filter(exists);
-      showSelection([...$("selection-list").children].filter((item) => exists(item.dataset.id))
-        .map((item) => ({ id: Number(item.dataset.id), name: item.textContent.replace(/^\d+ \(|\)$/g, "") })));
+      for (const item of [...$("selection-list").children]) {
+        if (!exists(item.dataset.id)) item.remove();
+      }
+      const count = $("selection-list").children.length;
+      $("selection-count").textContent = count ? `(${count})` : "";
     }
     if (state.hover !== null && !exists(state.hover)) setHover(null);
     if (state.dragging !== null && !exists(state.dragging)) state.dragging = null;
