@@ -9,9 +9,10 @@ has:
 - drag, 60 Hz (half a tick after the hover): an edit message moving the
   editor's own box a small step along x (back and forth within half a unit,
   so the boxes never overlap);
-- a binary batch of 256 rays straight down, about once a second;
+- a binary batch of 256 rays straight down, every ``--batch-every`` s
+  (default 1);
 - a rectangle selection, ``POST /scenes/{id}/select`` over a keep-alive HTTP
-  connection of its own, about every two seconds.
+  connection of its own, every ``--select-every`` s (default 2).
 
 As the viewer does, each kind keeps at most one request in flight: a tick
 that finds the previous one unanswered is skipped (counted), never queued.
@@ -37,6 +38,7 @@ import array
 import asyncio
 import base64
 import json
+import math
 import os
 import socket
 import struct
@@ -57,8 +59,6 @@ LABELS = {"hover": "hover pick (WS)", "move": "object move (WS edit)", "batch": 
           "select": "rectangle select (HTTP)"}
 HOVER_HZ = 60.0
 MOVE_HZ = 60.0
-BATCH_EVERY_S = 1.0
-SELECT_EVERY_S = 2.0
 BATCH_RAYS = 256
 HOVER_POOL = 256
 MOVE_STEPS = 512            # distinct x offsets of a drag: k / 1024 for k < 512
@@ -145,8 +145,11 @@ class Editor:
     """One editor: a WebSocket for hovers, moves and batches, an HTTP connection for selections."""
 
     def __init__(self, run: Run, index: int, target: load.Target, scene_id: str, api_key: str | None,
-                 own: dict, hovers: list[bytes], batch: bytes, selects: list[bytes], rng: np.random.Generator):
+                 own: dict, hovers: list[bytes], batch: bytes, selects: list[bytes], rng: np.random.Generator,
+                 batch_every: float, select_every: float):
         self.run = run
+        self.batch_every = batch_every
+        self.select_every = select_every
         self.index = index
         self.target = target
         self.scene_id = scene_id
@@ -168,8 +171,8 @@ class Editor:
         self.batch = batch
         self.selects = selects
         self.phase = float(rng.uniform(0, 1 / HOVER_HZ))
-        self.batch_phase = float(rng.uniform(0, BATCH_EVERY_S))
-        self.select_phase = float(rng.uniform(0, SELECT_EVERY_S))
+        self.batch_phase = float(rng.uniform(0, batch_every))
+        self.select_phase = float(rng.uniform(0, select_every))
         self.writer: asyncio.StreamWriter | None = None
         # In flight, per kind: (send time, detail) or None; answers come in the order sent.
         self.in_flight: dict[str, tuple[float, object] | None] = {"hover": None, "move": None, "batch": None}
@@ -288,7 +291,7 @@ class Editor:
         try:
             tick = 0
             step = 0
-            next_batch = run.started + self.batch_phase
+            next_batch = run.started + self.batch_phase if self.batch_every else math.inf
             half = 0.5 / HOVER_HZ
             while not self.closed:
                 due = run.started + self.phase + tick / HOVER_HZ
@@ -305,7 +308,7 @@ class Editor:
                     step += 1
                 if time.perf_counter() >= next_batch:
                     self._send("batch", self.batch)
-                    next_batch += BATCH_EVERY_S
+                    next_batch += self.batch_every
                 tick += 1
             # The last answers, then a clean close.
             grace = time.perf_counter() + 10
@@ -326,12 +329,14 @@ class Editor:
     async def select_loop(self) -> None:
         run = self.run
         reader = writer = None
+        if not self.select_every:
+            return
         due = run.started + self.select_phase
         count = 0
         try:
             while due < run.deadline:
                 await asyncio.sleep(max(0.0, due - time.perf_counter()))
-                due += SELECT_EVERY_S
+                due += self.select_every
                 request = self.selects[count % len(self.selects)]
                 count += 1
                 try:
@@ -407,7 +412,7 @@ def memory_spread(sampler: load.MemorySampler, mark: float, duration: float) -> 
     report = sampler.report(mark, load.MAX_DURATION)
     if not report.get("known"):
         return report
-    later = [rss for t, rss, _, _ in sampler.samples if mark + 0.5 < t <= duration + 0.5]
+    later = [rss for t, rss, _, _ in sampler.samples if mark + 0.5 < t < duration + 0.25]
     base = report["rss_at_mark"]
     low = min(later, default=base)
     high = max(later, default=base)
@@ -562,14 +567,15 @@ def main(args) -> int:
         stride = max(1, len(scene["objects"]) // args.editors)
         owned = [scene["objects"][k * stride] for k in range(args.editors)]
         run = Run(args.duration)
-        editors = [Editor(run, k, target, uploaded, api_key, owned[k], *requests[k], rng)
-                   for k in range(args.editors)]
+        editors = [Editor(run, k, target, uploaded, api_key, owned[k], *requests[k], rng, args.batch_every,
+                          args.select_every) for k in range(args.editors)]
         sampler = load.MemorySampler(pid) if pid is not None else None
         log(f"editors: {args.duration:g} s, {args.editors} editors on {len(scene['objects']):,} objects, each "
             f"hovering at {HOVER_HZ:g} Hz and dragging at {MOVE_HZ:g} Hz over its WebSocket, a batch every "
-            f"{BATCH_EVERY_S:g} s, a selection every {SELECT_EVERY_S:g} s ...")
+            f"{args.batch_every:g} s, a selection every {args.select_every:g} s (0: none) ...")
         client_cpu, server_cpu = asyncio.run(_drive(run, editors, sampler, pid))
         report = figures(run, sampler, args.memory_mark, client_cpu, server_cpu, args.editors, scene)
+        report["select_every_s"], report["batch_every_s"] = args.select_every, args.batch_every
         print()
         report["summary"] = print_report(report, os.cpu_count())
         if args.json:

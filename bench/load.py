@@ -838,6 +838,10 @@ def parse_args(argv):
                         help="with --mix editors: simulated editors, each with its WebSocket (default 32)")
     parser.add_argument("--objects", type=int, default=10_000,
                         help="with --mix editors: boxes in the scene they edit (default 10000)")
+    parser.add_argument("--select-every", type=float, default=2.0, metavar="S",
+                        help="with --mix editors: seconds between one editor's selections (default 2; 0: none)")
+    parser.add_argument("--batch-every", type=float, default=1.0, metavar="S",
+                        help="with --mix editors: seconds between one editor's binary batches (default 1; 0: none)")
     parser.add_argument("--workers", type=int, default=1, help="PICK_WORKERS of the started server")
     parser.add_argument("--request-timeout", type=float, default=30.0, help="seconds before a request is an error")
     parser.add_argument("--ready-timeout", type=float, default=600.0,
@@ -865,6 +869,8 @@ def parse_args(argv):
 
         if not 1 <= args.editors <= MAX_EDITORS:
             parser.error(f"--editors must be in [1, {MAX_EDITORS}]")
+        if args.select_every < 0 or args.batch_every < 0:
+            parser.error("--select-every and --batch-every are seconds, 0 for none")
         if not args.editors <= args.objects <= 1_000_000:
             parser.error("--objects must be in [--editors, 1000000]: each editor drags a box of its own")
     return args
