@@ -112,6 +112,7 @@ def server_frames(buffer: bytearray) -> list[tuple[int, bytes]]:
 @dataclass
 class Tally:
     latencies: array.array = field(default_factory=lambda: array.array("d"))   # seconds
+    sent: array.array = field(default_factory=lambda: array.array("d"))        # when, seconds into the run
     errors: int = 0
     causes: dict[str, int] = field(default_factory=dict)
     skipped: int = 0
@@ -199,7 +200,7 @@ class Editor:
         """Every frame the server sends: hello, answers in order, events."""
         buffer = bytearray()
         run = self.run
-        moves_sent, fan_out = run.moves_sent, run.fan_out
+        moves_sent = run.moves_sent
         own = self.own
         clock = time.perf_counter
         while True:
@@ -230,7 +231,7 @@ class Editor:
                             if oid != own:
                                 sent = moves_sent.get((oid, info["transform"][0][3]))
                                 if sent is not None:
-                                    fan_out.append(now - sent)
+                                    run.fan_out.append(now - sent)
                     continue
                 if payload.startswith(b'{"type":"pick"'):
                     self._answered("hover", now, payload)
@@ -256,7 +257,9 @@ class Editor:
         elif kind == "batch" and len(payload) != 8 + BATCH_RAYS * load.RECORD_BYTES:
             self.run.error(kind, "wrong answer size", f"{len(payload)} bytes")
         else:
-            self.run.tallies[kind].latencies.append(now - sent)
+            tally = self.run.tallies[kind]
+            tally.latencies.append(now - sent)
+            tally.sent.append(sent - self.run.started)
 
     def _lost(self, cause: str) -> None:
         self.closed = True
@@ -277,12 +280,18 @@ class Editor:
 
     # ------------------------------------------------------------ the work
     async def greeted(self) -> None:
-        """Connected, and the hello (the whole object table) received: before the clock starts, since
-        every hello of a large scene costs the server more than many edits."""
+        """Connected, the hello (the whole object table) received, and a first pick and move answered:
+        before the clock starts, since every hello of a large scene costs the server more than many edits,
+        and the scene's first edits (its journal opened) stall the server for a moment."""
         reader = await self.connect()
         hello = asyncio.get_running_loop().create_future()
         self.receiving = asyncio.create_task(self.receive(reader, hello))
         await asyncio.wait_for(hello, 120)
+        self._send("hover", self.hovers[-1])
+        self._send("move", self.move_frames[0])
+        deadline = time.perf_counter() + 60
+        while any(self.in_flight.values()) and time.perf_counter() < deadline and not self.closed:
+            await asyncio.sleep(0.01)
 
     async def work(self) -> None:
         run = self.run
@@ -347,6 +356,7 @@ class Editor:
                     status, body, close = await asyncio.wait_for(load.read_answer(reader), 30)
                     if 200 <= status < 300:
                         run.tallies["select"].latencies.append(time.perf_counter() - sent)
+                        run.tallies["select"].sent.append(sent - run.started)
                     else:
                         run.error("select", f"HTTP {status}", body[:300].decode(errors="replace"))
                     if close:
@@ -406,6 +416,24 @@ def _row(seconds, errors: int, skipped: int, elapsed: float) -> dict:
     return row
 
 
+def timeline(run: Run) -> list[dict]:
+    """Per second of the run: hovers and moves answered, and their p99 (ms): where the tail comes from."""
+    out = []
+    columns = {}
+    for kind in ("hover", "move"):
+        tally = run.tallies[kind]
+        columns[kind] = (np.frombuffer(tally.sent, np.float64) if len(tally.sent) else np.empty(0),
+                         np.frombuffer(tally.latencies, np.float64) * 1e3 if len(tally.latencies) else np.empty(0))
+    for second in range(int(np.ceil(run.duration))):
+        row = {"s": second}
+        for kind, (sent, ms) in columns.items():
+            chosen = ms[(sent >= second) & (sent < second + 1)]
+            row[kind] = int(chosen.size)
+            row[f"{kind}_p99_ms"] = round(float(np.percentile(chosen, 99)), 1) if chosen.size else None
+        out.append(row)
+    return out
+
+
 def memory_spread(sampler: load.MemorySampler, mark: float, duration: float) -> dict:
     """The RSS samples from ``mark`` s to the end of the load against the one at ``mark``: the largest
     deviation, in percent (the sample taken once the editors have closed their sockets is left out)."""
@@ -451,7 +479,8 @@ def figures(run: Run, sampler, mark: float, client_cpu: float, server_cpu, edito
             "kinds": rows, "edits_per_s": rows["move"]["ok"] / run.elapsed if run.elapsed else 0.0,
             "fan_out": fan_out, "errors": errors, "error_samples": run.samples, "memory": memory,
             "client_cpu_cores": client_cpu / run.elapsed if run.elapsed else None,
-            "server_cpu_cores": None if server_cpu is None else server_cpu / run.elapsed, "bars": bars}
+            "server_cpu_cores": None if server_cpu is None else server_cpu / run.elapsed, "bars": bars,
+            "timeline": timeline(run)}
 
 
 def print_report(report: dict, cpu_count: int) -> str:
@@ -477,6 +506,9 @@ def print_report(report: dict, cpu_count: int) -> str:
                                                     for t, rss in memory["samples"][::5]))
     else:
         print("server memory: unknown (give --pid with --url to read it from /proc)")
+    slow = sorted(report["timeline"], key=lambda row: -(row["move_p99_ms"] or 0))[:3]
+    print("  slowest seconds (move p99): " + ", ".join(f"{row['s']}-{row['s'] + 1} s {load._ms(row['move_p99_ms'])} ms "
+                                                        f"({row['move']} moves)" for row in slow))
     cpu = f"client CPU {report['client_cpu_cores']:.2f} cores"
     if report["server_cpu_cores"] is not None:
         cpu += f", server CPU {report['server_cpu_cores']:.2f} cores"
@@ -508,7 +540,13 @@ async def _drive(run: Run, editors: list[Editor], sampler, pid: int | None) -> t
     """Greet every editor, then run them; client and server CPU seconds over the run."""
     greeting = time.perf_counter()
     await asyncio.gather(*(editor.greeted() for editor in editors))
-    print(f"{len(editors)} editors connected and greeted in {time.perf_counter() - greeting:.1f} s", flush=True)
+    print(f"{len(editors)} editors connected, greeted and warmed up in {time.perf_counter() - greeting:.1f} s",
+          flush=True)
+    # The warm-up's figures are not the load's.
+    run.tallies = {kind: Tally() for kind in KINDS}
+    run.fan_out = array.array("d")
+    run.events = run.resyncs = 0
+    run.samples.clear()
     client_cpu = load.client_cpu_seconds()
     server_cpu = load.cpu_seconds(pid) if pid is not None else None
     run.started = time.perf_counter()
