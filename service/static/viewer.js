@@ -39,7 +39,9 @@
     hover: null,    // id of the object under the mouse (null: none, or the background)
     hoverPicks: 0,  // hover picks answered
     dragging: null, // id of the object being dragged
-    lastDrag: null, // {object, grab, ground, transform, moves, edits}: the last drag, for tests and the console
+    // The last drag, for tests and the console: {object, grab (the ground point pressed on), ground (under
+    // the mouse now), on (the object that ground belongs to), transform, moves, edits, version, done}.
+    lastDrag: null,
   };
   window.viewer = state;
 
@@ -264,7 +266,7 @@
     const previous = live.socket;
     live.socket = null;   // its close event is then not a drop to recover from
     if (previous) previous.close(1000);
-    failWaiting("another scene was opened");
+    failWaiting("the live channel is being reopened");
     state.live = false;
     const socket = new WebSocket(liveUrl());
     live.socket = socket;
