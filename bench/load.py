@@ -5,6 +5,7 @@ Run it with::
     python -m bench.load                           # starts python -m service here, 60 s, 64 connections
     python -m bench.load --duration 10 --connections 16
     python -m bench.load --url http://127.0.0.1:8000 [--pid 1234]   # a running server (loopback only)
+    python -m bench.load --mix editors [--editors 32]   # editors on one scene over the live channel
 
 Without ``--url`` it starts ``python -m service`` (this interpreter) on a free
 loopback port with a temporary ``PICK_DATA_DIR`` and ``PICK_SAMPLE_SCENES=true``,
@@ -42,6 +43,11 @@ one-line summary starting with ``load:``. MB are 2**20 bytes. Exit status 1 when
 any request failed. ``--json FILE`` writes every figure and the five slowest
 requests of each kind (with their bodies); ``--show-slowest N`` prints them;
 ``--mix move=0`` (say) changes the weights.
+
+``--mix editors`` is another load altogether: ``--editors`` editors hovering,
+dragging their own box, selecting and dropping batches on one scene of
+``--objects`` boxes over WebSockets, with fan-out latency and the bars of
+issue 15 (see ``bench/editors.py``).
 
 On a 2-core machine the server (one worker) is the bottleneck: the client uses
 about 0.1 of a core. Closed loop: a connection waits for each answer, so a kind
@@ -86,6 +92,8 @@ LABELS = {
     "select": "rectangle select",
     "move": "object move",
 }
+#: The ``--mix`` of the other mode: editors on one scene over the live channel (``bench/editors.py``).
+EDITORS = "editors"
 #: Percent of requests of each kind.
 WEIGHTS = {"hover": 70, "camera": 10, "drop": 6, "drop_bin": 2, "select": 8, "move": 4}
 
@@ -224,8 +232,9 @@ def _die_with_parent() -> None:
 class Server:
     """``python -m service`` on a free loopback port, with a temporary data directory."""
 
-    def __init__(self, workers: int = 1):
+    def __init__(self, workers: int = 1, sample_scenes: bool = True):
         self.workers = workers
+        self.sample_scenes = sample_scenes
         self.workdir = Path(tempfile.mkdtemp(prefix="pick-load-"))
         self.data_dir = self.workdir / "data"
         self.log_path = self.workdir / "server.log"
@@ -240,7 +249,8 @@ class Server:
     def start(self, timeout: float) -> float:
         """Start it and wait for ``/ready``; the seconds that took."""
         env = dict(os.environ, PICK_HOST="127.0.0.1", PICK_PORT=str(self.port), PICK_DATA_DIR=str(self.data_dir),
-                   PICK_WORKERS=str(self.workers), PICK_LOG_LEVEL="warning", PICK_SAMPLE_SCENES="true")
+                   PICK_WORKERS=str(self.workers), PICK_LOG_LEVEL="warning",
+                   PICK_SAMPLE_SCENES="true" if self.sample_scenes else "false")
         env.pop("PICK_API_KEY", None)
         self._log = open(self.log_path, "wb")
         start = time.perf_counter()
@@ -521,6 +531,29 @@ class Tally:
     causes: dict[str, int] = field(default_factory=dict)
 
 
+async def read_answer(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
+    """One HTTP/1.1 answer: status, body, and whether the server closes the connection after it."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head[9:12])
+    match = _CONTENT_LENGTH.search(head)
+    if match is not None:
+        body = await reader.readexactly(int(match.group(1)))
+    elif _CHUNKED.search(head):
+        parts = []
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            if size == 0:
+                await reader.readuntil(b"\r\n")
+                break
+            parts.append((await reader.readexactly(size + 2))[:-2])
+        body = b"".join(parts)
+    elif status in (204, 304) or 100 <= status < 200:
+        body = b""
+    else:
+        raise ValueError(f"an answer without Content-Length: {head[:300]!r}")
+    return status, body, _CLOSE.search(head) is not None
+
+
 class Load:
     """``connections`` keep-alive connections, each one request at a time, until the deadline or the count."""
 
@@ -542,27 +575,6 @@ class Load:
         self.timed_out = [False] * connections
         self.elapsed = 0.0
         self.started = 0.0
-
-    async def _read_answer(self, reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
-        head = await reader.readuntil(b"\r\n\r\n")
-        status = int(head[9:12])
-        match = _CONTENT_LENGTH.search(head)
-        if match is not None:
-            body = await reader.readexactly(int(match.group(1)))
-        elif _CHUNKED.search(head):
-            parts = []
-            while True:
-                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-                if size == 0:
-                    await reader.readuntil(b"\r\n")
-                    break
-                parts.append((await reader.readexactly(size + 2))[:-2])
-            body = b"".join(parts)
-        elif status in (204, 304) or 100 <= status < 200:
-            body = b""
-        else:
-            raise ValueError(f"an answer without Content-Length: {head[:300]!r}")
-        return status, body, _CLOSE.search(head) is not None
 
     def _error(self, kind: str, cause: str, item: Item, status: int | None = None, answer: bytes = b"") -> None:
         tally = self.tallies[kind]
@@ -595,7 +607,7 @@ class Load:
                 start = loop_time()
                 self.started_at[slot] = start
                 writer.write(item.payload)
-                status, body, close = await self._read_answer(reader)
+                status, body, close = await read_answer(reader)
                 elapsed = loop_time() - start
                 self.started_at[slot] = None
                 if not 200 <= status < 300:
@@ -788,8 +800,10 @@ def sanity_check(http: Http, pools: dict[str, list[Item]]) -> list[str]:
     return failures
 
 
-def parse_mix(text: str) -> dict[str, float]:
-    """``kind=weight,...`` on top of the default weights."""
+def parse_mix(text: str) -> dict[str, float] | str:
+    """``kind=weight,...`` on top of the default weights; or ``editors``, the other mode."""
+    if text.strip() == EDITORS:
+        return EDITORS
     mix = dict(WEIGHTS)
     for part in filter(None, (p.strip() for p in text.split(","))):
         kind, _, weight = part.partition("=")
@@ -818,7 +832,16 @@ def parse_args(argv):
     parser.add_argument("--pool", type=int, default=1000, help="pre-built request bodies per kind (default 1000)")
     parser.add_argument("--mix", type=parse_mix, default=dict(WEIGHTS), metavar="KIND=W,...",
                         help="change weights of the mix, e.g. move=0 or hover=50,select=28 (kinds: "
-                             + ", ".join(KINDS) + ")")
+                             + ", ".join(KINDS) + "); or 'editors': editors on one scene over the live "
+                             "channel (see bench/editors.py)")
+    parser.add_argument("--editors", type=int, default=32,
+                        help="with --mix editors: simulated editors, each with its WebSocket (default 32)")
+    parser.add_argument("--objects", type=int, default=10_000,
+                        help="with --mix editors: boxes in the scene they edit (default 10000)")
+    parser.add_argument("--select-every", type=float, default=2.0, metavar="S",
+                        help="with --mix editors: seconds between one editor's selections (default 2; 0: none)")
+    parser.add_argument("--batch-every", type=float, default=1.0, metavar="S",
+                        help="with --mix editors: seconds between one editor's binary batches (default 1; 0: none)")
     parser.add_argument("--workers", type=int, default=1, help="PICK_WORKERS of the started server")
     parser.add_argument("--request-timeout", type=float, default=30.0, help="seconds before a request is an error")
     parser.add_argument("--ready-timeout", type=float, default=600.0,
@@ -841,11 +864,24 @@ def parse_args(argv):
         parser.error("--pool must be in [1, 100000]")
     if args.pid is not None and not args.url:
         parser.error("--pid goes with --url (a started server's pid is known)")
+    if args.mix == EDITORS:
+        from bench.editors import MAX_EDITORS
+
+        if not 1 <= args.editors <= MAX_EDITORS:
+            parser.error(f"--editors must be in [1, {MAX_EDITORS}]")
+        if args.select_every < 0 or args.batch_every < 0:
+            parser.error("--select-every and --batch-every are seconds, 0 for none")
+        if not args.editors <= args.objects <= 1_000_000:
+            parser.error("--objects must be in [--editors, 1000000]: each editor drags a box of its own")
     return args
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.mix == EDITORS:
+        from bench import editors
+
+        return editors.main(args)
 
     def log(message: str) -> None:
         print(message, flush=True)

@@ -41,7 +41,7 @@ from selenium.webdriver.common.actions.action_builder import ActionBuilder  # no
 from selenium.webdriver.common.actions.mouse_button import MouseButton  # noqa: E402
 from selenium.webdriver.common.actions.wheel_input import ScrollOrigin  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 import bvh  # noqa: E402
 from service.rendering import BACKGROUND  # noqa: E402
@@ -478,4 +478,157 @@ def test_window_and_crossing_marquees(server, box_on_ground, browser):
     assert drag_marquee(browser, camera, [high[0], low[1]], [low[0], high[1]]) == ("crossing", "dashed")
     assert selected_names(browser, before) == ["box", "ground"]
     assert browser.execute_script("return window.viewer.lastSelect.containment") == "crossing"
+    assert_no_script_errors(browser)
+
+
+# ------------------------------------------------------------------ the live channel: hover, drag, a second viewer
+
+
+def on_screen(camera: dict, point) -> np.ndarray:
+    """Pixel coordinates of a world point seen by ``camera``."""
+    seen = bvh.Camera.pinhole(camera["position"], camera["target"], camera["up"], camera["fov_y_deg"],
+                              camera["width"], camera["height"])
+    clip = seen.projection @ seen.view @ np.append(point, 1.0)
+    ndc = clip[:2] / clip[3]
+    return np.array([(ndc[0] + 1) / 2 * camera["width"], (1 - ndc[1]) / 2 * camera["height"]])
+
+
+def offset_from_centre(camera: dict, pixel) -> list[int]:
+    """ActionChains' offset from the image's centre to ``pixel`` (the image is shown at its own size)."""
+    return np.round(np.asarray(pixel) - [camera["width"] / 2, camera["height"] / 2]).astype(int).tolist()
+
+
+def viewer_value(driver, expression: str):
+    return driver.execute_script(f"return {expression}")
+
+
+def ground_under(server: str, scene: str, camera: dict, pixel, exclude: list[int]) -> dict:
+    """What a pick through ``pixel`` that leaves out ``exclude`` hits, asked over HTTP."""
+    seen = bvh.Camera.pinhole(camera["position"], camera["target"], camera["up"], camera["fov_y_deg"],
+                              camera["width"], camera["height"])
+    origins, directions = seen.rays(np.asarray([pixel], np.float64))
+    response = httpx.post(f"{server}/scenes/{scene}/pick", headers=AUTH,
+                          json={"origin": origins[0].tolist(), "direction": directions[0].tolist(), "exclude": exclude})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_hover_and_drag_over_the_live_channel_reach_a_second_viewer(server, browser):
+    # A scene of its own: the drag moves its box for good.
+    response = httpx.post(f"{server}/scenes", json={"name": "live drag", "meshes": [GROUND, BOX]}, headers=AUTH)
+    assert response.status_code == 201, response.text
+    scene = response.json()["id"]
+    ids = {item["name"]: item["id"] for item in response.json()["objects"]}
+    ground, box = ids["ground"], ids["box"]
+
+    # Page B first: a second viewer of the scene that only watches.
+    open_viewer(browser, server, scene)
+    wait_for(browser, lambda: viewer_value(browser, "window.viewer.live"), "page B's live channel")
+    page_b = browser.current_window_handle
+    camera_b = shown_camera(browser)
+    old_centre_b = on_screen(camera_b, [0.0, 0.0, 0.5]).astype(int).tolist()
+    # Where the box is to go, and so where to release the mouse: the ground point grabbed (under the
+    # box's middle, behind it) moved by as much.
+    new_place = np.array([2.5, 1.5, 0.0])
+    box_pixel = on_screen(camera_b, [0.0, 0.0, 0.5])
+    grabbed = ground_under(server, scene, camera_b, box_pixel, [box])
+    assert grabbed["object"]["id"] == ground
+    new_centre_b = on_screen(camera_b, new_place + [0.0, 0.0, 0.5]).astype(int).tolist()
+    colours_before = [pixel_colour(browser, *old_centre_b), pixel_colour(browser, *new_centre_b)]
+
+    browser.switch_to.new_window("window")
+    try:
+        open_viewer(browser, server, scene)
+        wait_for(browser, lambda: viewer_value(browser, "window.viewer.live"), "page A's live channel")
+        camera = shown_camera(browser)
+        assert camera == camera_b
+        image = browser.find_element(By.ID, "render")
+        stage = browser.find_element(By.ID, "stage")
+
+        # Hover: the object under the mouse is outlined, and no HTTP pick is sent for it.
+        ActionChains(browser).move_to_element_with_offset(image, *offset_from_centre(camera, box_pixel)).perform()
+        wait_for(browser, lambda: stage.get_attribute("data-hover") == str(box), "the box hovered")
+        assert ["hover", box] in json.loads(browser.find_element(By.ID, "overlay").get_attribute("data-drawn"))
+        ground_pixel = on_screen(camera, [-3.0, -3.0, 0.0])
+        ActionChains(browser).move_to_element_with_offset(image, *offset_from_centre(camera, ground_pixel)).perform()
+        wait_for(browser, lambda: stage.get_attribute("data-hover") == str(ground), "the ground hovered")
+        assert viewer_value(browser, "window.viewer.hoverPicks") >= 2
+        http_picks = browser.execute_script(
+            "return performance.getEntriesByType('resource').map((entry) => entry.name)"
+            ".filter((name) => name.includes('/pick'))")
+        assert http_picks == []
+
+        # Drag the box with the move tool: press on it, move over the ground, release.
+        Select(browser.find_element(By.ID, "left-drag")).select_by_value("move")
+        target_pixel = on_screen(camera, np.add(grabbed["point"], new_place))
+        start = np.asarray(offset_from_centre(camera, box_pixel))
+        step = np.asarray(offset_from_centre(camera, target_pixel)) - start
+        (ActionChains(browser).move_to_element_with_offset(image, *start.tolist()).click_and_hold()
+         .move_by_offset(*(step // 2).tolist()).perform())
+        wait_for(browser, lambda: (viewer_value(browser, "window.viewer.lastDrag?.edits") or 0) > 0,
+                 "a first move sent while the button is down")
+        assert viewer_value(browser, "window.viewer.dragging") == box
+        assert ["drag", box] in json.loads(browser.find_element(By.ID, "overlay").get_attribute("data-drawn"))
+        ActionChains(browser).move_by_offset(*(step - step // 2).tolist()).release().perform()
+        wait_for(browser, lambda: viewer_value(browser, "window.viewer.lastDrag.done"), "the drag's end")
+        drag = viewer_value(browser, "window.viewer.lastDrag")
+        assert viewer_value(browser, "window.viewer.dragging") is None
+
+        # (a) The service holds the move: the box slid by the ground's displacement under the mouse.
+        stored = httpx.get(f"{server}/scenes/{scene}/objects/{box}", headers=AUTH).json()
+        assert stored["transform"] == drag["transform"]
+        translation = np.array(stored["transform"])[:3, 3]
+        assert translation == pytest.approx(np.subtract(drag["ground"], drag["grab"]), abs=1e-9)
+        # The pick under the mouse left the box out: the ground under the release point, the box on it.
+        assert drag["on"] == ground
+        release = np.asarray(offset_from_centre(camera, box_pixel)) + step + [camera["width"] / 2,
+                                                                              camera["height"] / 2]
+        expected = ground_under(server, scene, camera, release, [box])
+        assert expected["object"]["id"] == ground
+        assert drag["ground"] == pytest.approx(expected["point"], abs=0.05)
+        assert drag["grab"] == pytest.approx(grabbed["point"], abs=0.05)
+        assert translation[2] == pytest.approx(0.0, abs=1e-9)
+        assert translation[:2] == pytest.approx(new_place[:2], abs=0.1)
+        assert_no_script_errors(browser)
+    finally:
+        browser.close()
+        browser.switch_to.window(page_b)
+
+    # (b) Page B got the moved event, holds the new transform and has drawn the scene since.
+    def b_has_it() -> bool:
+        return (viewer_value(browser, f"window.viewer.objects[{box}].transform") == stored["transform"] and
+                int(browser.find_element(By.ID, "render").get_attribute("data-version") or -1) >= drag["version"])
+
+    wait_for(browser, b_has_it, "page B's table and render at the drag's last version")
+    assert viewer_value(browser, "window.viewer.events") > 0
+    assert viewer_value(browser, "window.viewer.connects") == 1
+    colours_after = [pixel_colour(browser, *old_centre_b), pixel_colour(browser, *new_centre_b)]
+    # The box left its old place (the ground shows there now) and stands at the new one.
+    assert colours_after[0] != colours_before[0] and colours_after[1] != colours_before[1]
+    assert colours_after[1] == pytest.approx(colours_before[0], abs=40)
+
+    # A dropped channel reconnects, and the hello's table brings what it missed.
+    moved_again = [[1.0, 0.0, 0.0, -2.0], [0.0, 1.0, 0.0, -2.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
+    browser.execute_script("window.viewerLive.socket.close()")
+    response = httpx.patch(f"{server}/scenes/{scene}/objects/{box}", json={"transform": moved_again}, headers=AUTH)
+    assert response.status_code == 200, response.text
+    wait_for(browser, lambda: viewer_value(browser, "window.viewer.connects") == 2 and
+             viewer_value(browser, f"window.viewer.objects[{box}].transform") == moved_again,
+             "page B reconnected with the table")
+    assert viewer_value(browser, "window.viewer.live")
+
+    # Objects added and removed by others show up in the table, and the scene is drawn again.
+    response = httpx.post(f"{server}/scenes/{scene}/objects", json={"shape": "sphere", "radius": 0.5, "name": "ball"},
+                          headers=AUTH)
+    assert response.status_code == 201, response.text
+    [added] = response.json()["objects"]
+    ball = added["id"]
+    wait_for(browser, lambda: viewer_value(browser, f"window.viewer.objects[{ball}]?.name") == "ball",
+             "the added ball in page B")
+    assert httpx.delete(f"{server}/scenes/{scene}/objects/{box}", headers=AUTH).status_code == 204
+    wait_for(browser, lambda: viewer_value(browser, f"{box} in window.viewer.objects") is False,
+             "the removed box gone from page B")
+    version = viewer_value(browser, "window.viewer.version")
+    wait_for(browser, lambda: int(browser.find_element(By.ID, "render").get_attribute("data-version")) >= version,
+             "page B drawn without the box")
     assert_no_script_errors(browser)

@@ -1,5 +1,7 @@
 // The bvh-pick viewer: renders a scene through GET /scenes/{id}/render and picks and selects
 // on the very camera that render used (its X-Camera header), so a click lands on what is drawn.
+// Hovering and dragging objects go over the scene's live channel (a WebSocket, /scenes/{id}/live),
+// which also pushes every change of the scene, so that each open viewer shows every other one's edits.
 "use strict";
 
 (() => {
@@ -13,6 +15,12 @@
   const ZOOM_PER_WHEEL_UNIT = 0.0015;
   // Orbiting stops this close (radians) to the up axis: a view along up has no "up" left.
   const POLE_MARGIN = 0.01;
+  // Reconnecting the live channel: the first wait, doubled after each failure up to the last.
+  const RECONNECT_FIRST_MS = 250;
+  const RECONNECT_MAX_MS = 8000;
+  // Colours of the boxes drawn over the image: the object under the mouse, the one being dragged.
+  const HOVER_COLOUR = "#ffb000";
+  const DRAG_COLOUR = "#ff3df5";
 
   const state = {
     sceneId: null,
@@ -23,6 +31,17 @@
     renderAgain: false,
     lastPick: null, // {camera, pixel, result}, for tests and the console
     lastSelect: null, // {camera, rect, containment, objects}, likewise
+    objects: {},    // the scene's object table by id, as the live channel keeps it up to date
+    version: null,  // the scene's edit number that table is at
+    live: false,    // whether the live channel is open and past its hello
+    connects: 0,    // hellos received: reconnects show up as more than one
+    events: 0,      // change events applied
+    hover: null,    // id of the object under the mouse (null: none, or the background)
+    hoverPicks: 0,  // hover picks answered
+    dragging: null, // id of the object being dragged
+    // The last drag, for tests and the console: {object, grab (the ground point pressed on), ground (under
+    // the mouse now), on (the object that ground belongs to), transform, moves, edits, version, done}.
+    lastDrag: null,
   };
   window.viewer = state;
 
@@ -30,6 +49,7 @@
   const stage = $("stage");
   const marker = $("marker");
   const marquee = $("marquee");
+  const overlay = $("overlay");
 
   // ------------------------------------------------------------------ vectors
   const add = (a, b) => a.map((x, i) => x + b[i]);
@@ -38,6 +58,7 @@
   const dot = (a, b) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
   const cross = (a, b) => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
   const norm = (a) => Math.hypot(...a);
+  const unit = (a) => scale(a, 1 / norm(a));
   const clamp = (x, lo, hi) => Math.min(hi, Math.max(lo, x));
 
   /** v turned by angle (radians) about the unit axis k (Rodrigues). */
@@ -133,11 +154,13 @@
   }
 
   async function openScene(id) {
-    Object.assign(state, { sceneId: id, camera: null, shown: null, highlight: [], lastPick: null });
+    Object.assign(state, { sceneId: id, camera: null, shown: null, highlight: [], lastPick: null, objects: {},
+                           version: null, hover: null, dragging: null });
     history.replaceState(null, "", `?scene=${encodeURIComponent(id)}`);
     markCurrentScene();
     clearPick();
     showSelection([]);
+    connectLive();
     const scene = await (await api(scenePath())).json();
     $("scene-title").textContent = `${scene.name ?? scene.id}: ${scene.objects.length} objects, ` +
       `${scene.triangles} triangles`;
@@ -168,6 +191,8 @@
   async function renderOnce() {
     const sceneId = state.sceneId;
     const camera = state.camera;
+    // The service renders its current scene: at least the edits this table holds.
+    const version = state.version;
     const query = new URLSearchParams();
     if (camera) {
       for (const name of ["position", "target", "up"]) query.set(name, camera[name].join(","));
@@ -195,7 +220,420 @@
     state.shown = used;
     state.camera ??= structuredClone(used);
     image.dataset.camera = JSON.stringify(used);
+    image.dataset.version = String(version ?? "");
     image.dataset.renders = String(Number(image.dataset.renders ?? 0) + 1);
+    drawOverlay();
+  }
+
+  // ------------------------------------------------------------- live channel
+  // Close codes of the live channel: a missing or wrong key, a scene that is gone.
+  const CLOSE_POLICY = 1008;
+  const CLOSE_NO_SCENE = 4404;
+
+  /** A request that could not be answered because the live channel is closed (it reopens by itself). */
+  class LiveClosed extends Error {}
+
+  const live = {
+    socket: null,
+    nextId: 1,
+    waiting: new Map(),         // request id -> {resolve, reject}
+    backoff: RECONNECT_FIRST_MS,
+    timer: null,
+    versions: new Map(),        // object id -> version of the JSON held: an older one never replaces it
+  };
+  window.viewerLive = live;     // for tests and the console
+
+  function liveUrl() {
+    const url = new URL(scenePath("/live"), location.href);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    return url.href;
+  }
+
+  function showLive(text) {
+    $("live-status").textContent = text;
+    stage.dataset.live = state.live ? "open" : "closed";
+  }
+
+  function failWaiting(reason) {
+    const waiting = [...live.waiting.values()];
+    live.waiting.clear();
+    for (const { reject } of waiting) reject(new LiveClosed(reason));
+  }
+
+  /** Open the live channel of the scene shown (closing the previous one); it reopens with backoff when it drops. */
+  function connectLive() {
+    clearTimeout(live.timer);
+    const previous = live.socket;
+    live.socket = null;   // its close event is then not a drop to recover from
+    if (previous) previous.close(1000);
+    failWaiting("the live channel is being reopened");
+    state.live = false;
+    const socket = new WebSocket(liveUrl());
+    live.socket = socket;
+    showLive("connecting…");
+    socket.addEventListener("open", () => {
+      // A browser cannot set the upgrade's Authorization header: the key goes in the first message.
+      const key = sessionStorage.getItem(KEY_STORAGE);
+      if (key) socket.send(JSON.stringify({ type: "auth", key }));
+    });
+    socket.addEventListener("message", (event) => {
+      if (live.socket === socket && typeof event.data === "string") onLiveMessage(JSON.parse(event.data));
+    });
+    socket.addEventListener("close", (event) => {
+      if (live.socket !== socket) return;
+      live.socket = null;
+      state.live = false;
+      failWaiting(`the live channel closed (${event.code})`);
+      if (event.code === CLOSE_POLICY) {
+        // Reopened once a key is given (the key form starts the page again).
+        showLive("needs the API key");
+        $("key-form").hidden = false;
+      } else if (event.code === CLOSE_NO_SCENE) {
+        showLive("closed");
+        say(event.reason || "this scene was deleted", true);
+      } else {
+        showLive(`reconnecting in ${(live.backoff / 1000).toFixed(1)} s`);
+        live.timer = setTimeout(connectLive, live.backoff);
+        live.backoff = Math.min(2 * live.backoff, RECONNECT_MAX_MS);
+      }
+    });
+  }
+
+  /** Send a request over the live channel; resolves with its answer's result. */
+  function liveRequest(message) {
+    if (!live.socket || !state.live) return Promise.reject(new LiveClosed("the live channel is not open"));
+    const id = live.nextId++;
+    live.socket.send(JSON.stringify({ ...message, id }));
+    return new Promise((resolve, reject) => live.waiting.set(id, { resolve, reject }));
+  }
+
+  function onLiveMessage(message) {
+    switch (message.type) {
+      case "hello":
+        live.backoff = RECONNECT_FIRST_MS;
+        state.live = true;
+        state.connects += 1;
+        showLive("live");
+        replaceTable(message);
+        // What a dropped channel lost mid-drag is sent again.
+        dragSteps.retry();
+        edits.retry();
+        return;
+      case "resync":
+        replaceTable(message);
+        return;
+      case "event":
+        applyEvent(message);
+        return;
+      default: {
+        const waiting = live.waiting.get(message.id);
+        if (message.type === "error" && message.status === 401) $("key-form").hidden = false;
+        if (!waiting) {
+          if (message.type === "error") say(`${message.status}: ${message.detail}`, true);
+          return;
+        }
+        live.waiting.delete(message.id);
+        if (message.type === "error") waiting.reject(new ApiError(message.status, message.detail));
+        else waiting.resolve(message.result);
+      }
+    }
+  }
+
+  /** The whole table, from a hello or a resync: a reconnect after missed edits redraws. */
+  function replaceTable({ version, objects }) {
+    const missed = state.version !== null && state.version !== version;
+    state.objects = Object.fromEntries(objects.map((object) => [object.id, object]));
+    live.versions = new Map(objects.map((object) => [object.id, version]));
+    forgetMissing();
+    setVersion(version);
+    if (missed) tableChanged();
+    else drawOverlay();
+  }
+
+  /** Take objects' JSON as of ``version``, unless newer JSON of them is already held. */
+  function keepObjects(objects, version) {
+    let kept = false;
+    for (const object of objects) {
+      if ((live.versions.get(object.id) ?? -Infinity) > version) continue;
+      state.objects[object.id] = object;
+      live.versions.set(object.id, version);
+      kept = true;
+    }
+    return kept;
+  }
+
+  function applyEvent(event) {
+    state.events += 1;
+    let changed;
+    if (event.event === "removed") {
+      changed = event.objects.length > 0;
+      for (const id of event.objects) {
+        delete state.objects[id];
+        live.versions.set(id, event.version);
+      }
+      forgetMissing();
+    } else {
+      changed = keepObjects(event.objects, event.version);
+    }
+    setVersion(event.version);
+    if (changed) tableChanged();
+  }
+
+  function setVersion(version) {
+    state.version = Math.max(state.version ?? version, version);
+    stage.dataset.version = String(state.version);
+    stage.dataset.events = String(state.events);
+  }
+
+  /** Removed objects are no longer selected, hovered or dragged. */
+  function forgetMissing() {
+    const exists = (id) => Object.hasOwn(state.objects, id);
+    if (state.highlight.some((id) => !exists(id))) {
+      state.highlight = state.highlight.filter(exists);
+      for (const item of [...$("selection-list").children]) {
+        if (!exists(item.dataset.id)) item.remove();
+      }
+      const count = $("selection-list").children.length;
+      $("selection-count").textContent = count ? `(${count})` : "";
+    }
+    if (state.hover !== null && !exists(state.hover)) setHover(null);
+    if (state.dragging !== null && !exists(state.dragging)) state.dragging = null;
+  }
+
+  /** The scene changed: draw it again (the render is the service's, so it shows every edit so far). */
+  function tableChanged() {
+    drawOverlay();
+    if (state.shown) requestRender();
+  }
+
+  /**
+   * Runs `action` on the newest value pushed, one at a time: values pushed while one runs replace
+   * each other, so the mouse, which moves faster than answers come, never builds a queue.
+   */
+  class Latest {
+    constructor(action) {
+      this.action = action;
+      this.busy = false;
+      this.pending = null;
+      this.lost = null;     // the value a closed channel failed, sent again on reconnect
+      this.idlers = [];
+    }
+
+    push(value) {
+      this.pending = value;
+      this.lost = null;
+      this.run();
+    }
+
+    drop() {
+      this.pending = null;
+      this.lost = null;
+    }
+
+    retry() {
+      if (this.lost && !this.pending) this.pending = this.lost;
+      this.lost = null;
+      this.run();
+    }
+
+    /** Resolves once nothing runs and nothing waits. */
+    idle() {
+      if (!this.busy && !this.pending) return Promise.resolve();
+      return new Promise((resolve) => this.idlers.push(resolve));
+    }
+
+    async run() {
+      if (this.busy) return;
+      if (!this.pending) {
+        for (const resolve of this.idlers.splice(0)) resolve();
+        return;
+      }
+      const value = this.pending;
+      this.pending = null;
+      this.busy = true;
+      try {
+        await this.action(value);
+      } catch (error) {
+        if (error instanceof LiveClosed) this.lost = value;
+        else say(error instanceof ApiError ? `${error.status}: ${error.message}` : String(error), true);
+      } finally {
+        this.busy = false;
+      }
+      this.run();
+    }
+  }
+
+  // ------------------------------------------------------- rays and overlay
+  /** The pinhole's frame, as the service builds it (bvh.Camera.pinhole). */
+  function cameraBasis(camera) {
+    const forward = unit(sub(camera.target, camera.position));
+    const right = unit(cross(forward, camera.up));
+    const tanY = Math.tan(camera.fov_y_deg * Math.PI / 360);
+    return { forward, right, up: cross(right, forward), tanY, tanX: tanY * camera.width / camera.height };
+  }
+
+  /** The world ray through a continuous image point. */
+  function cameraRay(camera, point) {
+    const basis = cameraBasis(camera);
+    const x = (2 * point[0] / camera.width - 1) * basis.tanX;
+    const y = (1 - 2 * point[1] / camera.height) * basis.tanY;
+    const direction = unit(add(basis.forward, add(scale(basis.right, x), scale(basis.up, y))));
+    return { origin: camera.position, direction };
+  }
+
+  /** Image coordinates of a world point; null behind the eye. */
+  function project(camera, basis, point) {
+    const relative = sub(point, camera.position);
+    const depth = dot(relative, basis.forward);
+    if (!(depth > 1e-9 * norm(relative))) return null;
+    return [camera.width / 2 * (1 + dot(relative, basis.right) / (depth * basis.tanX)),
+            camera.height / 2 * (1 - dot(relative, basis.up) / (depth * basis.tanY))];
+  }
+
+  /** The 12 edges of a world box, as drawn by ``camera``; false when no edge is in front of the eye. */
+  function drawBox(context, camera, [lo, hi], colour) {
+    const basis = cameraBasis(camera);
+    const corners = [0, 1, 2, 3, 4, 5, 6, 7].map((bits) =>
+      project(camera, basis, [bits & 1 ? hi[0] : lo[0], bits & 2 ? hi[1] : lo[1], bits & 4 ? hi[2] : lo[2]]));
+    context.strokeStyle = colour;
+    context.lineWidth = 2;
+    context.beginPath();
+    let drawn = false;
+    for (let a = 0; a < 8; a++) {
+      for (const bit of [1, 2, 4]) {
+        const b = a | bit;
+        if (b === a || !corners[a] || !corners[b]) continue;
+        context.moveTo(...corners[a]);
+        context.lineTo(...corners[b]);
+        drawn = true;
+      }
+    }
+    context.stroke();
+    return drawn;
+  }
+
+  /** The hovered object's box, and the dragged one's where the drag has taken it. */
+  function drawOverlay() {
+    const camera = state.shown;
+    const drawn = [];
+    if (camera) {
+      if (overlay.width !== camera.width) overlay.width = camera.width;
+      if (overlay.height !== camera.height) overlay.height = camera.height;
+      const context = overlay.getContext("2d");
+      context.clearRect(0, 0, overlay.width, overlay.height);
+      const hovered = state.objects[state.hover];
+      if (hovered?.bounds && state.hover !== state.dragging && drawBox(context, camera, hovered.bounds, HOVER_COLOUR)) {
+        drawn.push(["hover", hovered.id]);
+      }
+      if (activeDrag?.object !== undefined && state.dragging === activeDrag.object) {
+        const [lo, hi] = activeDrag.bounds;
+        const moved = [add(lo, activeDrag.offset), add(hi, activeDrag.offset)];
+        if (drawBox(context, camera, moved, DRAG_COLOUR)) drawn.push(["drag", activeDrag.object]);
+      }
+    }
+    overlay.dataset.drawn = JSON.stringify(drawn);
+  }
+
+  function setHover(id) {
+    if (state.hover === id) return;
+    state.hover = id;
+    stage.dataset.hover = id === null ? "" : String(id);
+    drawOverlay();
+  }
+
+  // ------------------------------------------------------------------ hover
+  let hoverSeq = 0;       // numbers the hovers pushed
+  let hoverCleared = 0;   // hovers up to this one were pushed before the mouse left: their answers are stale
+
+  const hovers = new Latest(async ({ point, seq }) => {
+    const camera = state.shown;
+    const result = await liveRequest({ type: "pick", ...cameraRay(camera, point) });
+    state.hoverPicks += 1;
+    stage.dataset.hoverPicks = String(state.hoverPicks);
+    if (seq <= hoverCleared || camera !== state.shown || drag) return;
+    setHover(result.hit ? result.object.id : null);
+  });
+
+  // ------------------------------------------------------------------- drag
+  let activeDrag = null;  // the drag whose object is drawn moving
+
+  /** Where the ray meets the plane through `point` square to `normal`; null if it never does. */
+  function onPlane({ origin, direction }, point, normal) {
+    const facing = dot(direction, normal);
+    if (Math.abs(facing) < 1e-9) return null;
+    const t = dot(sub(point, origin), normal) / facing;
+    return t > 0 ? add(origin, scale(direction, t)) : null;
+  }
+
+  /**
+   * A press in the move tool: on an object, the drag moves it (from the ground point under the press,
+   * found by a pick that excludes the object); elsewhere it is a marquee. Never rejects.
+   */
+  async function grab(d) {
+    try {
+      const camera = state.shown;
+      const ray = cameraRay(camera, d.startPoint);
+      const hit = await liveRequest({ type: "pick", ...ray });
+      const object = hit.hit ? state.objects[hit.object.id] : undefined;
+      if (!object || camera !== state.shown) {
+        d.mode = "select";
+        if (d.moved && drag === d) showMarquee(d.startPoint, d.lastPoint);
+        return;
+      }
+      const under = await liveRequest({ type: "pick", ...ray, exclude: [object.id] });
+      Object.assign(d, { mode: "object", object: object.id, from: object.transform, bounds: object.bounds,
+                         grab: under.hit ? under.point : hit.point, offset: [0, 0, 0] });
+      activeDrag = d;
+      state.dragging = object.id;
+      stage.dataset.dragging = String(object.id);
+      state.lastDrag = { object: object.id, grab: d.grab, ground: null, on: null, transform: null, moves: 0,
+                         edits: 0, done: false };
+      if (d.moved) dragSteps.push({ d, point: d.lastPoint });
+      drawOverlay();
+    } catch (error) {
+      d.mode = "select";
+      if (!(error instanceof LiveClosed)) say(String(error), true);
+    }
+  }
+
+  /** One step of a drag: the ground under the mouse, the object's new place, its move sent. */
+  const dragSteps = new Latest(async ({ d, point }) => {
+    const ray = cameraRay(state.shown, point);
+    const under = await liveRequest({ type: "pick", ...ray, exclude: [d.object] });
+    // Off the ground's edge, the object slides on the level of the point it was grabbed at.
+    const ground = under.hit ? under.point : onPlane(ray, d.grab, unit(state.shown.up));
+    if (!ground) return;
+    d.offset = sub(ground, d.grab);
+    const transform = d.from.map((row, i) => row.map((value, j) => (j === 3 && i < 3 ? value + d.offset[i] : value)));
+    Object.assign(state.lastDrag, { ground, on: under.hit ? under.object.id : null, transform,
+                                    moves: state.lastDrag.moves + 1 });
+    edits.push({ id: d.object, transform });
+    drawOverlay();
+  });
+
+  /** Moves sent over the live channel, the newest only: a move waiting for the previous one is replaced. */
+  const edits = new Latest(async (entry) => {
+    const result = await liveRequest({ type: "edit", objects: [entry] });
+    if (state.lastDrag?.object === entry.id) {
+      state.lastDrag.edits += 1;
+      state.lastDrag.version = result.version;
+    }
+    if (keepObjects(result.objects, result.version)) {
+      setVersion(result.version);
+      tableChanged();
+    }
+  });
+
+  /** The mouse is up: the last move goes out, then the drag is over. */
+  async function finishDrag(d, endPoint) {
+    if (d.moved) dragSteps.push({ d, point: endPoint });
+    await dragSteps.idle();
+    await edits.idle();
+    if (activeDrag === d) activeDrag = null;
+    if (state.dragging === d.object) state.dragging = null;
+    stage.dataset.dragging = "";
+    state.lastDrag.done = true;
+    drawOverlay();
   }
 
   // ------------------------------------------------------------ camera moves
@@ -298,7 +736,9 @@
   }
 
   // ------------------------------------------------------------------ mouse
-  let drag = null;  // {button, start: [clientX, clientY], last: [...], startPoint, moved}
+  // {button, start: [clientX, clientY], last: [...], startPoint, lastPoint, moved, mode}; mode: "orbit",
+  // "select" (a marquee), "grab" (the move tool waits to know what was pressed on) or "object" (moving one).
+  let drag = null;
 
   function showMarquee(from, to) {
     const [w, h] = [state.shown.width, state.shown.height];
@@ -321,8 +761,26 @@
   stage.addEventListener("mousedown", (event) => {
     if (!state.shown || drag) return;
     event.preventDefault();  // no text selection, no middle-button autoscroll
+    const point = imagePoint(event);
+    let mode = "orbit";
+    if (event.button === 0) mode = $("left-drag").value === "move" && state.live ? "grab" : "select";
     drag = { button: event.button, start: [event.clientX, event.clientY], last: [event.clientX, event.clientY],
-             startPoint: imagePoint(event), moved: false };
+             startPoint: point, lastPoint: point, moved: false, mode };
+    if (mode === "grab") {
+      hoverCleared = hoverSeq;
+      drag.grabbed = grab(drag);
+    }
+  });
+
+  stage.addEventListener("mousemove", (event) => {
+    if (drag || !state.shown || !state.live) return;
+    hovers.push({ point: imagePoint(event), seq: ++hoverSeq });
+  });
+
+  stage.addEventListener("mouseleave", () => {
+    hoverCleared = hoverSeq;
+    hovers.drop();
+    setHover(null);
   });
 
   window.addEventListener("mousemove", (event) => {
@@ -330,7 +788,9 @@
     const position = [event.clientX, event.clientY];
     drag.moved ||= Math.hypot(position[0] - drag.start[0], position[1] - drag.start[1]) > CLICK_SLOP;
     if (drag.button === 0) {
-      if (drag.moved) showMarquee(drag.startPoint, imagePoint(event));
+      drag.lastPoint = imagePoint(event);
+      if (drag.moved && drag.mode === "select") showMarquee(drag.startPoint, drag.lastPoint);
+      if (drag.moved && drag.mode === "object") dragSteps.push({ d: drag, point: drag.lastPoint });
     } else if (state.camera) {
       orbit(position[0] - drag.last[0], position[1] - drag.last[1]);
     }
@@ -339,12 +799,20 @@
 
   window.addEventListener("mouseup", (event) => {
     if (!drag || event.button !== drag.button) return;
-    const { button, moved, startPoint } = drag;
+    const d = drag;
     drag = null;
     marquee.hidden = true;
-    if (button !== 0) return;
+    if (d.button !== 0) return;
     const endPoint = imagePoint(event);
-    reporting(() => (moved ? select(startPoint, endPoint) : pick(startPoint)));
+    reporting(async () => {
+      if (d.mode === "grab") await d.grabbed;
+      if (d.mode === "object") {
+        await finishDrag(d, endPoint);
+        if (!d.moved) await pick(d.startPoint);
+      } else {
+        await (d.moved ? select(d.startPoint, endPoint) : pick(d.startPoint));
+      }
+    });
   });
 
   stage.addEventListener("wheel", (event) => {
