@@ -518,7 +518,8 @@ class SceneStore:
             stored.journal_inode, stored.journal_end = -1, 0
         with _scene_lock(scene):
             stored.publish()
-        _build_snapshot(scene)
+        # Its snapshot is built by its first query: a start-up opening the saved
+        # scenes must not compile the pick kernel ahead of the warm-up's plan.
         return stored
 
     def _replay(self, stored: StoredScene, records: list[Record]) -> int:
