@@ -52,6 +52,7 @@ import numpy as np
 import orjson
 
 from bench import load
+from bench.live import client_frame, server_frames
 from bench.moves import city_file
 
 KINDS = ("hover", "move", "batch", "select")
@@ -67,46 +68,6 @@ BARS = {"errors": 0, "hover_p99_ms": 20.0, "move_p99_ms": 30.0, "rss_percent": 5
 MAX_EDITORS = 256
 
 OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 1, 2, 8, 9, 10
-
-
-def client_frame(payload: bytes, opcode: int = OP_TEXT) -> bytes:
-    """A masked client frame with a zero key (so the payload goes as is)."""
-    length = len(payload)
-    if length < 126:
-        head = struct.pack("!BB", 0x80 | opcode, 0x80 | length)
-    elif length < 65536:
-        head = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, length)
-    else:
-        head = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, length)
-    return head + b"\0\0\0\0" + payload
-
-
-def server_frames(buffer: bytearray) -> list[tuple[int, bytes]]:
-    """The complete (opcode, payload) frames at the start of ``buffer``, removed from it (the server
-    never masks nor fragments its frames)."""
-    out = []
-    offset = 0
-    size = len(buffer)
-    while size - offset >= 2:
-        opcode = buffer[offset] & 0x0F
-        length = buffer[offset + 1] & 0x7F
-        start = offset + 2
-        if length == 126:
-            if size - offset < 4:
-                break
-            length = int.from_bytes(buffer[start:start + 2], "big")
-            start += 2
-        elif length == 127:
-            if size - offset < 10:
-                break
-            length = int.from_bytes(buffer[start:start + 8], "big")
-            start += 8
-        if size < start + length:
-            break
-        out.append((opcode, bytes(buffer[start:start + length])))
-        offset = start + length
-    del buffer[:offset]
-    return out
 
 
 @dataclass

@@ -90,30 +90,36 @@ class Frames:
         self.buffer = bytearray(data)
 
     def feed(self, data: bytes) -> list[bytes]:
-        buffer = self.buffer
-        buffer += data
-        out = []
-        offset = 0
-        size = len(buffer)
-        while size - offset >= 2:
-            length = buffer[offset + 1] & 0x7F
-            start = offset + 2
-            if length == 126:
-                if size - offset < 4:
-                    break
-                length = int.from_bytes(buffer[start:start + 2], "big")
-                start += 2
-            elif length == 127:
-                if size - offset < 10:
-                    break
-                length = int.from_bytes(buffer[start:start + 8], "big")
-                start += 8
-            if size < start + length:
+        self.buffer += data
+        return [payload for _, payload in server_frames(self.buffer)]
+
+
+def server_frames(buffer: bytearray) -> list[tuple[int, bytes]]:
+    """The complete (opcode, payload) frames at the start of ``buffer``, removed from it (the server
+    never masks nor fragments its frames)."""
+    out = []
+    offset = 0
+    size = len(buffer)
+    while size - offset >= 2:
+        opcode = buffer[offset] & 0x0F
+        length = buffer[offset + 1] & 0x7F
+        start = offset + 2
+        if length == 126:
+            if size - offset < 4:
                 break
-            out.append(bytes(buffer[start:start + length]))
-            offset = start + length
-        del buffer[:offset]
-        return out
+            length = int.from_bytes(buffer[start:start + 2], "big")
+            start += 2
+        elif length == 127:
+            if size - offset < 10:
+                break
+            length = int.from_bytes(buffer[start:start + 8], "big")
+            start += 8
+        if size < start + length:
+            break
+        out.append((opcode, bytes(buffer[start:start + length])))
+        offset = start + length
+    del buffer[:offset]
+    return out
 
 
 def read_frames(sock: socket.socket, frames: Frames, count: int) -> list[bytes]:
