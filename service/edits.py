@@ -35,7 +35,7 @@ OBJECTS = "objects"
 ADD = "add"
 REMOVE = "remove"
 VERTICES = "vertices"
-#: Kinds a checkpoint's base record has, and edits that need a whole save instead (new meshes).
+#: The kind of a journal file's first record, whose seq is the checkpoint the file continues.
 BASE = "base"
 
 

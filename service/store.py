@@ -345,10 +345,9 @@ def _pass_on(done: "asyncio.Future", future: "asyncio.Future") -> None:
     else:
         future.set_result(done.result())
 
+
 def record_size(record: Record) -> int:
-    """How many objects (or vertices, in thousands) a record touches: what applying it costs."""
-    if record.kind == edits.VERTICES:
-        return record.arrays["vertices"].shape[0] // 1000 + SMALL_EDIT_OBJECTS + 1
+    """How many objects a record of the object table touches: what applying it costs."""
     if record.kind == edits.OBJECTS:
         return record.arrays["moved"].shape[0] + len(record.fields.get("changes", []))
     return len(record.fields.get("objects") or record.fields.get("ids") or [])
@@ -758,7 +757,8 @@ class SceneStore:
         journal record (:class:`_EditGroup`), so that their cost is shared as
         their sync is.
         """
-        if record_size(record) > SMALL_EDIT_OBJECTS:
+        if record.kind == edits.VERTICES or record_size(record) > SMALL_EDIT_OBJECTS:
+            # A refit, or many objects: a worker thread, the loop goes on.
             return await run_in_threadpool(self.record, scene_id, record)
         if record.kind != edits.OBJECTS:
             return await self._record_on_loop(scene_id, record)
