@@ -92,7 +92,8 @@ MERGE_FRACTION = 1.0e-9
 
 
 @jit_inline
-def _closest_mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+def _closest_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
+    ox, oy, oz, dx, dy, dz = consts[:6]
     hit = out[0]
     row, t = hit[HIT_ROW], hit[HIT_T]
     tmax, stop = closest_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
@@ -103,7 +104,8 @@ def _closest_mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, r
 
 
 @jit_inline
-def _closest_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+def _closest_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
+    ox, oy, oz, dx, dy, dz = consts[:6]
     hit, cull = out
     t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
     if t != NO_HIT:
@@ -118,12 +120,14 @@ def _closest_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, t
 
 
 @jit_inline
-def _any_mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+def _any_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
+    ox, oy, oz, dx, dy, dz = consts[:6]
     return any_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
 
 
 @jit_inline
-def _any_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+def _any_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
+    ox, oy, oz, dx, dy, dz = consts[:6]
     t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
     if t != NO_HIT:
         out[0][ray] = True
@@ -132,12 +136,14 @@ def _any_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax,
 
 
 @jit_inline
-def _count_mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+def _count_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
+    ox, oy, oz, dx, dy, dz = consts[:6]
     return count_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
 
 
 @jit_inline
-def _count_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+def _count_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
+    ox, oy, oz, dx, dy, dz = consts[:6]
     # A closed shape is crossed at most twice (in and out).
     counts = out[0]
     begin = tmin
@@ -154,7 +160,8 @@ def _count_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tma
 
 
 @jit_inline
-def _collect_mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+def _collect_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
+    ox, oy, oz, dx, dy, dz = consts[:6]
     triangle_out, objects = out
     cursor = triangle_out[0]
     before = cursor[ray]
@@ -165,7 +172,8 @@ def _collect_mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, r
 
 
 @jit_inline
-def _collect_shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj):
+def _collect_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
+    ox, oy, oz, dx, dy, dz = consts[:6]
     triangle_out, objects = out
     cursor, rows, ts, us, vs = triangle_out
     begin = tmin

@@ -110,6 +110,79 @@ def _slab_vector(context, builder, data, offsets, values):
     return builder.select(entered, near, splat(f64(MISS))), entered
 
 
+def _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base, entry, entered):
+    """IR of the second half of every node visit: given each child's ``entry``
+    key (``<4 x double>``, MISS where not entered) and the ``entered`` mask,
+    go straight to a single entered child, or sort the entered ones by key
+    (five compare-and-swaps, ties kept in slot order), push all but the
+    nearest far to near and go to the nearest. Returns the visit's
+    ``(sp, first, count, found)`` tuple value."""
+    i32 = ir.IntType(32)
+    i64 = ir.IntType(64)
+    f64 = ir.DoubleType()
+    mask = builder.zext(builder.bitcast(entered, ir.IntType(4)), i32)
+    none_or_more = builder.append_basic_block("none_or_more")
+    single_block = builder.append_basic_block("single")
+    multi_block = builder.append_basic_block("multi")
+    done_block = builder.append_basic_block("done")
+    single = builder.icmp_unsigned("==", builder.and_(mask, builder.sub(mask, i32(1))), i32(0))
+    nonzero = builder.icmp_unsigned("!=", mask, i32(0))
+    builder.cbranch(builder.and_(single, nonzero), single_block, none_or_more)
+
+    def child(slot):
+        at = builder.add(base, slot)
+        return (builder.load(builder.gep(link_data, [builder.add(at, i64(CHILD_FIRST))])),
+                builder.load(builder.gep(link_data, [builder.add(at, i64(CHILD_COUNT))])))
+
+    builder.position_at_end(single_block)
+    cttz = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [i32, ir.IntType(1)]),
+                                          "llvm.cttz.i32")
+    first_one, count_one = child(builder.zext(builder.call(cttz, [mask, ir.IntType(1)(1)]), i64))
+    builder.branch(done_block)
+
+    builder.position_at_end(none_or_more)
+    builder.cbranch(nonzero, multi_block, done_block)
+
+    builder.position_at_end(multi_block)
+    ts = [builder.extract_element(entry, i32(lane)) for lane in range(4)]
+    slots = [i64(lane) for lane in range(4)]
+
+    def order(a, b):
+        swap = builder.fcmp_ordered("<", ts[b], ts[a])
+        ts[a], ts[b] = builder.select(swap, ts[b], ts[a]), builder.select(swap, ts[a], ts[b])
+        slots[a], slots[b] = builder.select(swap, slots[b], slots[a]), builder.select(swap, slots[a], slots[b])
+
+    for a, b in ((0, 1), (2, 3), (0, 2), (1, 3), (1, 2)):
+        order(a, b)
+    pushed = sp
+    for lane in (3, 2, 1):
+        first_k, count_k = child(slots[lane])
+        builder.store(first_k, builder.gep(first_data, [pushed]))
+        builder.store(count_k, builder.gep(count_data, [pushed]))
+        builder.store(ts[lane], builder.gep(t_data, [pushed]))
+        hit = builder.fcmp_ordered("!=", ts[lane], f64(MISS))
+        pushed = builder.add(pushed, builder.zext(hit, i64))
+    first_many, count_many = child(slots[0])
+    builder.branch(done_block)
+
+    builder.position_at_end(done_block)
+    sp_out = builder.phi(i64)
+    first_out = builder.phi(i32)
+    count_out = builder.phi(i32)
+    found = builder.phi(ir.IntType(1))
+    for block, values in ((single_block, (sp, first_one, count_one, 1)),
+                          (none_or_more, (sp, i32(0), i32(0), 0)),
+                          (multi_block, (pushed, first_many, count_many, 1))):
+        sp_out.add_incoming(values[0], block)
+        first_out.add_incoming(values[1], block)
+        count_out.add_incoming(values[2], block)
+        found.add_incoming(ir.IntType(1)(values[3]), block)
+    result = context.get_constant_undef(signature.return_type)
+    for k, value in enumerate((sp_out, first_out, count_out, found)):
+        result = builder.insert_value(result, value, k)
+    return result
+
+
 @intrinsic
 def _visit_node(typingctx, nodes, links, stack_first, stack_count, stack_t, sp, base, near_x, near_y, near_z,
                 far_x, far_y, far_z, oix, oiy, oiz, ix, iy, iz, tmin, tmax):
@@ -142,79 +215,84 @@ def _visit_node(typingctx, nodes, links, stack_first, stack_count, stack_t, sp, 
 
     def codegen(context, builder, signature, args):
         types_in = signature.args
-        i64 = ir.IntType(64)
         node_data, link_data, first_data, count_data, t_data = [
             builder.inttoptr(context.cast(builder, args[k], types_in[k], types.uintp), kind.as_pointer())
             for k, kind in enumerate((ir.FloatType(), ir.IntType(32), ir.IntType(32), ir.IntType(32),
                                       ir.DoubleType()))]
-        i32 = ir.IntType(32)
-        f64 = ir.DoubleType()
         sp, base = [context.cast(builder, args[k], types_in[k], types.int64) for k in (5, 6)]
         entry, entered = _slab_vector(context, builder, node_data,
                                       [context.cast(builder, args[k], types_in[k], types.intp) for k in range(7, 13)],
                                       [context.cast(builder, args[k], types_in[k], types.float64)
                                        for k in range(13, 21)])
-        mask = builder.zext(builder.bitcast(entered, ir.IntType(4)), i32)
-        none_or_more = builder.append_basic_block("none_or_more")
-        single_block = builder.append_basic_block("single")
-        multi_block = builder.append_basic_block("multi")
-        done_block = builder.append_basic_block("done")
-        single = builder.icmp_unsigned("==", builder.and_(mask, builder.sub(mask, i32(1))), i32(0))
-        nonzero = builder.icmp_unsigned("!=", mask, i32(0))
-        builder.cbranch(builder.and_(single, nonzero), single_block, none_or_more)
+        return _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base,
+                            entry, entered)
 
-        def child(slot):
-            at = builder.add(base, slot)
-            return (builder.load(builder.gep(link_data, [builder.add(at, i64(CHILD_FIRST))])),
-                    builder.load(builder.gep(link_data, [builder.add(at, i64(CHILD_COUNT))])))
+    return sig, codegen
 
-        builder.position_at_end(single_block)
-        cttz = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [i32, ir.IntType(1)]),
-                                              "llvm.cttz.i32")
-        first_one, count_one = child(builder.zext(builder.call(cttz, [mask, ir.IntType(1)(1)]), i64))
-        builder.branch(done_block)
 
-        builder.position_at_end(none_or_more)
-        builder.cbranch(nonzero, multi_block, done_block)
+def _point_vector(builder, data, base, values):
+    """LLVM IR of the four box bounds of a point query, one per lane: each
+    child's squared distance from the point, times the query's ``scale``,
+    or MISS for a child beyond ``limit`` or an unused slot.
 
-        builder.position_at_end(multi_block)
-        ts = [builder.extract_element(entry, i32(lane)) for lane in range(4)]
-        slots = [i64(lane) for lane in range(4)]
+    ``values`` are ``px, py, pz, scale, limit`` as doubles. The distance is
+    ``max(lo - p, p - hi, 0)`` per axis in float64 from the float32 planes;
+    the planes were padded outwards, so it never exceeds the distance to
+    anything in the box. An unused slot (``min > max``) is never entered.
+    Returns ``(key, entered)`` as :func:`_slab_vector` does.
+    """
+    f64 = ir.DoubleType()
+    v4f = ir.VectorType(ir.FloatType(), 4)
+    v4d = ir.VectorType(f64, 4)
+    i32 = ir.IntType(32)
+    i64 = ir.IntType(64)
+    zeros = ir.Constant(ir.VectorType(i32, 4), [0, 0, 0, 0])
 
-        def order(a, b):
-            swap = builder.fcmp_ordered("<", ts[b], ts[a])
-            ts[a], ts[b] = builder.select(swap, ts[b], ts[a]), builder.select(swap, ts[a], ts[b])
-            slots[a], slots[b] = builder.select(swap, slots[b], slots[a]), builder.select(swap, slots[a], slots[b])
+    def splat(value):
+        lane = builder.insert_element(ir.Constant(v4d, ir.Undefined), value, i32(0))
+        return builder.shuffle_vector(lane, lane, zeros)
 
-        for a, b in ((0, 1), (2, 3), (0, 2), (1, 3), (1, 2)):
-            order(a, b)
-        pushed = sp
-        for lane in (3, 2, 1):
-            first_k, count_k = child(slots[lane])
-            builder.store(first_k, builder.gep(first_data, [pushed]))
-            builder.store(count_k, builder.gep(count_data, [pushed]))
-            builder.store(ts[lane], builder.gep(t_data, [pushed]))
-            hit = builder.fcmp_ordered("!=", ts[lane], f64(MISS))
-            pushed = builder.add(pushed, builder.zext(hit, i64))
-        first_many, count_many = child(slots[0])
-        builder.branch(done_block)
+    def plane(column):
+        pointer = builder.bitcast(builder.gep(data, [builder.add(base, i64(column))]), v4f.as_pointer())
+        return builder.fpext(builder.load(pointer, align=4, typ=v4f), v4d)
 
-        builder.position_at_end(done_block)
-        sp_out = builder.phi(i64)
-        first_out = builder.phi(i32)
-        count_out = builder.phi(i32)
-        found = builder.phi(ir.IntType(1))
-        for block, values in ((single_block, (sp, first_one, count_one, 1)),
-                              (none_or_more, (sp, i32(0), i32(0), 0)),
-                              (multi_block, (pushed, first_many, count_many, 1))):
-            sp_out.add_incoming(values[0], block)
-            first_out.add_incoming(values[1], block)
-            count_out.add_incoming(values[2], block)
-            found.add_incoming(ir.IntType(1)(values[3]), block)
-        result = context.get_constant_undef(signature.return_type)
-        for k, value in enumerate((sp_out, first_out, count_out, found)):
-            result = builder.insert_value(result, value, k)
-        return result
+    def vmax(a, b):
+        return builder.select(builder.fcmp_ordered(">", a, b), a, b)
+
+    px, py, pz, scale, limit = [splat(v) for v in values]
+    zero = splat(f64(0.0))
+    squared = None
+    for p, low, high in ((px, MIN_X, MAX_X), (py, MIN_Y, MAX_Y), (pz, MIN_Z, MAX_Z)):
+        gap = vmax(vmax(builder.fsub(plane(low), p), builder.fsub(p, plane(high))), zero)
+        term = builder.fmul(gap, gap)
+        squared = term if squared is None else builder.fadd(squared, term)
+    key = builder.fmul(squared, scale)
+    used = builder.fcmp_ordered("<=", plane(MIN_X), plane(MAX_X))
+    entered = builder.and_(used, builder.fcmp_ordered("<=", key, limit))
+    return builder.select(entered, key, splat(f64(MISS))), entered
+
+
+@intrinsic
+def _visit_node_point(typingctx, nodes, links, stack_first, stack_count, stack_t, sp, base, px, py, pz, scale,
+                      limit):
+    """:func:`_visit_node` for a point query: children are keyed by their
+    scaled squared distance from ``(px, py, pz)`` (:func:`_point_vector`),
+    entered within ``limit``, nearest first."""
+    sig = types.Tuple((types.int64, types.int32, types.int32, types.boolean))(
+        nodes, links, stack_first, stack_count, stack_t, sp, base, px, py, pz, scale, limit)
+
+    def codegen(context, builder, signature, args):
+        types_in = signature.args
+        node_data, link_data, first_data, count_data, t_data = [
+            builder.inttoptr(context.cast(builder, args[k], types_in[k], types.uintp), kind.as_pointer())
+            for k, kind in enumerate((ir.FloatType(), ir.IntType(32), ir.IntType(32), ir.IntType(32),
+                                      ir.DoubleType()))]
+        sp, base = [context.cast(builder, args[k], types_in[k], types.int64) for k in (5, 6)]
+        entry, entered = _point_vector(builder, node_data, base,
+                                       [context.cast(builder, args[k], types_in[k], types.float64)
+                                        for k in range(7, 12)])
+        return _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base,
+                            entry, entered)
 
     return sig, codegen
 
@@ -247,8 +325,87 @@ def visit_node(nodes, links, ray_consts, tmin, tmax, node, sp, stack_first, stac
                        base + (MIN_Z + MAX_Z) - near_z, oix, oiy, oiz, ix, iy, iz, tmin, tmax)
 
 
-def make_step(leaf_test):
-    """One step of a walk of one four-wide tree, specialised to ``leaf_test``.
+#: Shrinks a point query's distance bound in an instance by far more than
+#: its rounding (a few float64 ulps), so the bound stays below the world
+#: distance it stands for even where it is tight (a rigid or uniformly
+#: scaled instance).
+SCALE_SLACK = 1.0 - 1.0e-12
+
+
+@jit_inline
+def point_setup(px, py, pz, unused_x, unused_y, unused_z):
+    """What a point query needs at the top of its walk, in world space:
+    ``(px, py, pz, wx, wy, wz, scale, f00 .. f23)``: the point in the tree's
+    space, the point in world space, the factor from the tree's squared
+    distances to world ones (a lower bound), and the 3x4 map from the tree's
+    space to the world (here the identity). Takes six values, as
+    :func:`ray_setup` does, so that one walk serves both."""
+    return (px, py, pz, px, py, pz, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+
+
+@jit_inline
+def object_point_setup(inverse, o, px, py, pz, unused_x, unused_y, unused_z):
+    """:func:`point_setup` in object ``o``'s space (``inverse`` is ``(O, 3, 4)``).
+
+    An affine map does not keep distances: world distances are what a point
+    query measures, so the leaves map their triangles back to the world (the
+    forward map, here inverted from ``inverse``), and the boxes, which stay
+    in object space, get a lower bound. With ``A`` the linear part of
+    ``inverse``, a world distance ``D`` and its object-space image ``d``
+    satisfy ``d <= sigma_max(A) D``, so ``D^2 >= d^2 / sigma_max(A)^2``;
+    ``sigma_max(A)^2``, the largest eigenvalue of ``A^T A``, is at most the
+    largest absolute row sum of ``A^T A`` (Gershgorin), which is exact for
+    rotations with a uniform scale and conservative otherwise.
+    """
+    a00, a01, a02, t0 = inverse[o, 0, 0], inverse[o, 0, 1], inverse[o, 0, 2], inverse[o, 0, 3]
+    a10, a11, a12, t1 = inverse[o, 1, 0], inverse[o, 1, 1], inverse[o, 1, 2], inverse[o, 1, 3]
+    a20, a21, a22, t2 = inverse[o, 2, 0], inverse[o, 2, 1], inverse[o, 2, 2], inverse[o, 2, 3]
+    lx = a00 * px + a01 * py + a02 * pz + t0
+    ly = a10 * px + a11 * py + a12 * pz + t1
+    lz = a20 * px + a21 * py + a22 * pz + t2
+    g00 = a00 * a00 + a10 * a10 + a20 * a20
+    g11 = a01 * a01 + a11 * a11 + a21 * a21
+    g22 = a02 * a02 + a12 * a12 + a22 * a22
+    g01 = abs(a00 * a01 + a10 * a11 + a20 * a21)
+    g02 = abs(a00 * a02 + a10 * a12 + a20 * a22)
+    g12 = abs(a01 * a02 + a11 * a12 + a21 * a22)
+    largest = max(g00 + g01 + g02, g01 + g11 + g12, g02 + g12 + g22)
+    # The forward linear map is A^-1 = adj(A) / det(A).
+    c00 = a11 * a22 - a12 * a21
+    c01 = a02 * a21 - a01 * a22
+    c02 = a01 * a12 - a02 * a11
+    c10 = a12 * a20 - a10 * a22
+    c11 = a00 * a22 - a02 * a20
+    c12 = a02 * a10 - a00 * a12
+    c20 = a10 * a21 - a11 * a20
+    c21 = a01 * a20 - a00 * a21
+    c22 = a00 * a11 - a01 * a10
+    inv_det = 1.0 / (a00 * c00 + a01 * c10 + a02 * c20)
+    f00, f01, f02 = c00 * inv_det, c01 * inv_det, c02 * inv_det
+    f10, f11, f12 = c10 * inv_det, c11 * inv_det, c12 * inv_det
+    f20, f21, f22 = c20 * inv_det, c21 * inv_det, c22 * inv_det
+    f03 = -(f00 * t0 + f01 * t1 + f02 * t2)
+    f13 = -(f10 * t0 + f11 * t1 + f12 * t2)
+    f23 = -(f20 * t0 + f21 * t1 + f22 * t2)
+    return (lx, ly, lz, px, py, pz, SCALE_SLACK / largest, f00, f01, f02, f03, f10, f11, f12, f13, f20, f21, f22,
+            f23)
+
+
+@jit_inline
+def visit_point(nodes, links, consts, tmin, tmax, node, sp, stack_first, stack_count, stack_t):
+    """:func:`visit_node` for a point query (:func:`point_setup`'s ``consts``):
+    ``tmax`` is the squared world distance of the nearest surface so far,
+    children are entered nearest first and pruned beyond it."""
+    base = node * ROW
+    return _visit_node_point(nodes.ctypes.data, links.ctypes.data, stack_first.ctypes.data,
+                             stack_count.ctypes.data, stack_t.ctypes.data, sp, base, consts[0], consts[1], consts[2],
+                             consts[6], tmax)
+
+
+def make_step(leaf_test, visit=visit_node):
+    """One step of a walk of one four-wide tree, specialised to ``leaf_test``
+    and to the node bound ``visit`` (:func:`visit_node` for rays,
+    :func:`visit_point` for points).
 
     ``leaf_test(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)``
     returns ``(tmax, stop)``: the new far limit (a closest-hit test shrinks it
@@ -278,8 +435,8 @@ def make_step(leaf_test):
             if stop:
                 return first, count, sp, tmax, True
         else:
-            sp, child_first, child_count, found = visit_node(nodes, links, ray_consts, tmin, tmax, first, sp,
-                                                             stack_first, stack_count, stack_t)
+            sp, child_first, child_count, found = visit(nodes, links, ray_consts, tmin, tmax, first, sp,
+                                                        stack_first, stack_count, stack_t)
             if found:
                 return child_first, child_count, sp, tmax, False
         while sp > 0:
@@ -291,9 +448,12 @@ def make_step(leaf_test):
     return step
 
 
-def make_traversal(leaf_test):
-    """A whole walk of one tree, specialised to ``leaf_test`` (see :func:`make_step`)."""
-    step = make_step(leaf_test)
+def make_traversal(leaf_test, setup=ray_setup, visit=visit_node):
+    """A whole walk of one tree, specialised to ``leaf_test`` and to a kind of
+    query: ``setup`` makes the query's constants from six values (a ray's
+    origin and direction, or a point and three unused values) and ``visit``
+    is the matching node bound (see :func:`make_step`)."""
+    step = make_step(leaf_test, visit)
 
     @jit_inline
     def traverse(nodes, links, tris, root, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out,
@@ -301,7 +461,7 @@ def make_traversal(leaf_test):
         """Walk the wide tree under node row ``root`` front to back, calling the
         leaf test on every leaf the ray reaches; returns the final ``tmax``.
         The arguments are those of the step function (:func:`make_step`)."""
-        ray_consts = ray_setup(ox, oy, oz, dx, dy, dz)
+        ray_consts = setup(ox, oy, oz, dx, dy, dz)
         first = root
         count = 0
         sp = 0
@@ -328,22 +488,37 @@ def object_ray(inverse, o, ox, oy, oz, dx, dy, dz):
     return lox, loy, loz, ldx, ldy, ldz
 
 
-def make_instance_walk(mesh_leaf, shape_leaf):
-    """A whole walk of one world ray through a two-level scene, specialised to its leaf tests.
+@jit_inline
+def object_ray_setup(inverse, o, ox, oy, oz, dx, dy, dz):
+    """:func:`ray_setup` of the ray in object ``o``'s space (:func:`object_ray`)."""
+    lox, loy, loz, ldx, ldy, ldz = object_ray(inverse, o, ox, oy, oz, dx, dy, dz)
+    return ray_setup(lox, loy, loz, ldx, ldy, ldz)
+
+
+def make_instance_walk(mesh_leaf, shape_leaf, setup=ray_setup, object_setup=object_ray_setup, visit=visit_node):
+    """A whole walk of one world query through a two-level scene, specialised
+    to its leaf tests and its kind of query.
 
     The scene's top level is a four-wide tree over its objects, one object
-    per leaf. Reaching a mesh object, the walk takes the ray into the
+    per leaf. Reaching a mesh object, the walk takes the query into the
     object's space and goes on down the mesh's tree on the same stack, above
     the entries of the top level (Embree's instancing does the same); when
-    the stack falls back below that mark, it takes up the world ray again.
+    the stack falls back below that mark, it takes up the world query again.
     So a scene's rays make the same node visits (:func:`visit_node`) as a
     bare mesh's.
 
-    ``mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj)``
-    is a mesh leaf test (:func:`make_step`) told the object it is in;
-    ``shape_leaf(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj)``
-    tests an analytic shape (:mod:`bvh.shapes`) in object space. Both return
-    ``(tmax, stop)``.
+    The kind of query is three functions: ``setup(x0, .., x5)`` makes the
+    world query's constants from its six values (row ``ray`` of ``origins``
+    and ``directions``), ``object_setup(inverse, o, x0, .., x5)`` makes them
+    in object ``o``'s space, and ``visit`` is the node bound. Rays:
+    :func:`ray_setup`, :func:`object_ray_setup`, :func:`visit_node`; points:
+    :func:`point_setup`, :func:`object_point_setup`, :func:`visit_point`.
+
+    ``mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj)``
+    is a mesh leaf test told the query's constants in the object's space and
+    the object it is in; ``shape_leaf(kind, shape_data, start, consts, tmin,
+    tmax, ray, out, obj)`` tests an analytic shape (:mod:`bvh.shapes`) in
+    object space. Both return ``(tmax, stop)``.
 
     The loop is written out here rather than as a step function the way
     :func:`make_step` is: inlined into a loop, a step taking the scene's
@@ -354,43 +529,40 @@ def make_instance_walk(mesh_leaf, shape_leaf):
     @jit_inline
     def walk(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
              shape_start, shape_data, origins, directions, tmin, tmax, ray, out, stack_first, stack_count, stack_t):
-        """Walk world ray ``ray`` (of ``origins``, ``directions``) front to back
+        """Walk world query ``ray`` (of ``origins``, ``directions``) near to far
         through the scene whose arrays are the fields of
-        ``bvh.scene_kernels.SceneArrays``; ``stack_*`` are the ray's scratch of
-        ``STACK_SIZE`` entries. Returns the final ``tmax``."""
-        ray_consts = ray_setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0],
-                               directions[ray, 1], directions[ray, 2])
+        ``bvh.scene_kernels.SceneArrays``; ``stack_*`` are the query's scratch
+        of ``STACK_SIZE`` entries. Returns the final ``tmax``."""
+        consts = setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0], directions[ray, 1],
+                       directions[ray, 2])
         # (first, count): the node or leaf to visit; mark: -1 on the top
         # level, else the stack depth at which the walk entered object obj.
         first, count, sp, mark, obj = 0, 0, 0, -1, -1
         while True:
             if count > 0:
                 if mark >= 0:
-                    ox, oy, oz, dx, dy, dz = ray_consts[:6]
-                    tmax, stop = mesh_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, obj)
+                    tmax, stop = mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj)
                     if stop:
                         return tmax
                 else:
                     o = top_order[np.uint64(first)]
                     if enabled[o]:
-                        lox, loy, loz, ldx, ldy, ldz = object_ray(inverse, o, origins[ray, 0], origins[ray, 1],
-                                                                  origins[ray, 2], directions[ray, 0],
-                                                                  directions[ray, 1], directions[ray, 2])
+                        local = object_setup(inverse, o, origins[ray, 0], origins[ray, 1], origins[ray, 2],
+                                             directions[ray, 0], directions[ray, 1], directions[ray, 2])
                         if kind[o] == MESH:
-                            ray_consts = ray_setup(lox, loy, loz, ldx, ldy, ldz)
+                            consts = local
                             first, count, mark, obj = mesh_root[mesh_of[o]], 0, sp, o
                             continue
-                        tmax, stop = shape_leaf(kind[o], shape_data, shape_start[o], lox, loy, loz, ldx, ldy, ldz,
-                                                tmin, tmax, ray, out, o)
+                        tmax, stop = shape_leaf(kind[o], shape_data, shape_start[o], local, tmin, tmax, ray, out, o)
                         if stop:
                             return tmax
             else:
                 if mark >= 0:
-                    sp, child_first, child_count, found = visit_node(nodes, links, ray_consts, tmin, tmax, first,
-                                                                     sp, stack_first, stack_count, stack_t)
+                    sp, child_first, child_count, found = visit(nodes, links, consts, tmin, tmax, first, sp,
+                                                                stack_first, stack_count, stack_t)
                 else:
-                    sp, child_first, child_count, found = visit_node(top_nodes, top_links, ray_consts, tmin, tmax,
-                                                                     first, sp, stack_first, stack_count, stack_t)
+                    sp, child_first, child_count, found = visit(top_nodes, top_links, consts, tmin, tmax, first, sp,
+                                                                stack_first, stack_count, stack_t)
                 if found:
                     first, count = child_first, child_count
                     continue
@@ -399,8 +571,8 @@ def make_instance_walk(mesh_leaf, shape_leaf):
                 sp -= 1
                 if sp < mark:
                     mark = -1
-                    ray_consts = ray_setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0],
-                                           directions[ray, 1], directions[ray, 2])
+                    consts = setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0],
+                                   directions[ray, 1], directions[ray, 2])
                 if stack_t[np.uint64(sp)] <= tmax:
                     first, count = stack_first[np.uint64(sp)], stack_count[np.uint64(sp)]
                     found = True
