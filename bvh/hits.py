@@ -185,6 +185,94 @@ class SceneAllHits:
 
 
 @dataclass(frozen=True)
+class ClosestPoints:
+    """Nearest surface point of each of N query points on a mesh.
+
+    Attributes
+    ----------
+    triangle : (N,) int64
+        Original face index of the nearest point; -1 when no surface lies
+        within ``max_distance``.
+    point : (N, 3) float64
+        The nearest point, ``(1-u-v)*V[f[0]] + u*V[f[1]] + v*V[f[2]]``; NaN
+        for none.
+    distance : (N,) float64
+        Euclidean distance from the query point; inf for none.
+    u, v : (N,) float64
+        Barycentrics of ``point`` in its face, as in :class:`Hits`; NaN for
+        none. On an edge or a corner one or two of ``1-u-v, u, v`` are 0.
+    normal : (N, 3) float64
+        Unit geometric normal of the face, along ``(V1-V0) x (V2-V0)`` (also
+        when the point is on an edge or corner); NaN for none, and for a
+        degenerate face, which has no normal.
+    """
+
+    triangle: np.ndarray
+    point: np.ndarray
+    distance: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    normal: np.ndarray
+
+    @property
+    def found(self) -> np.ndarray:
+        """(N,) bool: which points have a surface within ``max_distance``."""
+        return self.triangle >= 0
+
+    def __len__(self) -> int:
+        return self.triangle.shape[0]
+
+
+@dataclass(frozen=True)
+class SceneClosestPoints:
+    """Nearest surface point of each of N world points in a :class:`bvh.Scene`.
+
+    Attributes
+    ----------
+    object : (N,) int64
+        Id of the nearest object; -1 when nothing lies within ``max_distance``.
+    mesh, triangle : (N,) int64
+        Its mesh and face index; -1 for a shape and for none.
+    point : (N, 3) float64
+        The nearest surface point in world space; NaN for none.
+    distance : (N,) float64
+        Its world distance from the query point (exact under any affine
+        transform: distances are measured in the world); inf for none.
+    u, v : (N,) float64
+        Barycentrics in the face, as in :class:`Hits`; NaN for a shape and
+        for none.
+    normal : (N, 3) float64
+        Unit world geometric normal, outward under mirroring, as in
+        :class:`SceneHits`: the face's normal for a mesh, the outward normal
+        of the surface at the point for a shape; NaN for none.
+    shading_normal : (N, 3) float64
+        Interpolated vertex normals where the mesh has them, else ``normal``.
+    uv : (N, 2) float64
+        Interpolated texture coordinates; NaN where the mesh has none, for
+        shapes and for none.
+    """
+
+    object: np.ndarray
+    mesh: np.ndarray
+    triangle: np.ndarray
+    point: np.ndarray
+    distance: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    normal: np.ndarray
+    shading_normal: np.ndarray
+    uv: np.ndarray
+
+    @property
+    def found(self) -> np.ndarray:
+        """(N,) bool: which points have a surface within ``max_distance``."""
+        return self.object >= 0
+
+    def __len__(self) -> int:
+        return self.object.shape[0]
+
+
+@dataclass(frozen=True)
 class Selection:
     """What a frustum selection found.
 

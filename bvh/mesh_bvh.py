@@ -6,16 +6,16 @@ from typing import Callable, NamedTuple
 import numba
 import numpy as np
 
-from . import kernels
+from . import closest_point, kernels
 from ._jit import FAR, MAX_DEPTH
 from .builder import binned_sah_build
 from .config import BuildConfig
-from .hits import AllHits, Hits, dot_rows, face_normals, unit_rows
+from .hits import AllHits, ClosestPoints, Hits, dot_rows, face_normals, unit_rows
 from .node_layout import CHILD_COUNT, ROW, WIDTH, aligned_empty, collapse_to_wide
 from .refit import check_refit_vertices, refit_tree, wide_sah_cost
 from .tree import Tree
 from .triangles import prepare_triangles
-from .validation import check_mesh, check_rays, check_window
+from .validation import check_max_distance, check_mesh, check_points, check_rays, check_window
 
 #: Batches up to this size run on the calling thread: waking the thread pool
 #: costs more than tracing a few rays.
@@ -332,6 +332,42 @@ class MeshBVH:
                        front_face)
 
 
+    def closest_point(self, points, max_distance=np.inf) -> ClosestPoints:
+        """Nearest point of the surface to each query point.
+
+        Branch and bound over the tree, nearest box first, with Ericson's
+        point/triangle region test at the leaves (:mod:`bvh.closest_point`).
+
+        Parameters
+        ----------
+        points : (N, 3) or (3,) float
+            Query points.
+        max_distance : float
+            Search radius: surfaces farther than this are not looked for
+            (inf: no limit). A smaller radius prunes more of the tree.
+
+        Returns
+        -------
+        ClosestPoints
+            Arrays of length N; ``triangle`` is -1 and ``distance`` inf for a
+            point with no surface within ``max_distance``. Of faces at equal
+            distance, one is reported.
+        """
+        points = check_points(points)
+        limit = min(check_max_distance(max_distance) ** 2, FAR)
+        n = points.shape[0]
+        arrays = self._arrays
+        rows = np.full(n, -1, np.int32)
+        d2, u, v = np.empty((3, n))
+        nearest = np.empty((n, 3))
+        if arrays.triangles.shape[0] > 0 and n > 0:
+            kernel = closest_point.mesh_closest_points_serial if n <= SERIAL_BATCH \
+                else closest_point.mesh_closest_points
+            kernel(arrays.nodes.reshape(-1), arrays.links.reshape(-1), arrays.triangles.reshape(-1), arrays.offset,
+                   points, limit, rows, d2, u, v, nearest)
+        return _closest_points(arrays, rows, d2, u, v, nearest)
+
+
 def _carve(n: int, columns) -> list[np.ndarray]:
     """C-contiguous ``(n,)`` or ``(n, width)`` arrays of the given ``(dtype, width)``,
     carved in order out of one allocation.
@@ -359,6 +395,22 @@ def _misses(n: int) -> Hits:
     nan3 = np.full((n, 3), np.nan)
     return Hits(np.full(n, -1, np.int64), np.full(n, np.inf), np.full(n, np.nan), np.full(n, np.nan),
                 nan3, nan3.copy(), np.zeros(n, np.bool_))
+
+
+def _closest_points(arrays: _Arrays, rows: np.ndarray, d2: np.ndarray, u: np.ndarray, v: np.ndarray,
+                    nearest: np.ndarray) -> ClosestPoints:
+    """The kernel's raw answers as :class:`ClosestPoints` (NaN, -1, inf where none)."""
+    found = rows >= 0
+    triangle = np.full(rows.shape[0], -1, np.int64)
+    triangle[found] = arrays.face_index[rows[found]]
+    distance = np.where(found, np.sqrt(np.where(found, d2, 0.0)), np.inf)
+    u = np.where(found, u, np.nan)
+    v = np.where(found, v, np.nan)
+    nearest[~found] = np.nan
+    normal = np.full((rows.shape[0], 3), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        normal[found] = unit_rows(face_normals(arrays.triangles[rows[found]]))
+    return ClosestPoints(triangle, nearest, distance, u, v, normal)
 
 
 def build(vertices, faces, *, builder: Builder | None = None, **options) -> MeshBVH:

@@ -26,14 +26,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import scene_kernels
+from . import closest_point as closest_point_kernels, scene_kernels
 from .scene_kernels import SceneArrays
 from ._jit import FAR
 from .builder import binned_sah_build
 from .frustum import (INSIDE, OUTSIDE, all_triangles_within_frustum, any_triangle_in_frustum, boxes_in_frustum,
                       planes_to_object_space, triangles_in_frustum, triangles_within_frustum)
 from .config import BuildConfig
-from .hits import SceneAllHits, SceneHits, Selection, dot_rows, face_normals, unit_rows
+from .hits import SceneAllHits, SceneClosestPoints, SceneHits, Selection, dot_rows, face_normals, unit_rows
 from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, freeze, mesh_inputs, refit_chunk, \
     replace
 from .refit import check_refit_vertices
@@ -41,7 +41,8 @@ from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, ali
     outward_float32
 from .placement import transformed_boxes as _transformed_boxes
 from .shapes import BOX, KIND_NAMES, MESH, POLYGON, QUAD, REMOVED, SPHERE, make_shape
-from .validation import MAX_MESH_EXTENT, check_mesh, check_rays, check_window, real_array
+from .validation import (MAX_MESH_EXTENT, check_max_distance, check_mesh, check_points, check_rays, check_window,
+                         real_array)
 
 _log = logging.getLogger("bvh")
 
@@ -1507,6 +1508,65 @@ class Scene:
         if with_uvs.any():
             uv[on_mesh[with_uvs]] = np.einsum("nk,nkc->nc", weights[with_uvs], pack.uvs[corners[with_uvs]])
         return shading, uv
+
+    def closest_point(self, points, max_distance=np.inf, mask=ALL_BITS, objects=None,
+                      exclude=None) -> SceneClosestPoints:
+        """Nearest surface point of the scene to each world point.
+
+        Branch and bound over the top level and each mesh's tree, nearest box
+        first (:mod:`bvh.closest_point`). Distances are world distances, also
+        in non-uniformly scaled or sheared instances: their triangles are
+        measured in the world, and their trees searched with a lower bound.
+        Shapes answer too: a sphere (an ellipsoid under a non-uniform scale),
+        a box's six faces, a quad, a polygon.
+
+        Parameters
+        ----------
+        points : (N, 3) or (3,) float
+            World query points.
+        max_distance : float
+            Search radius in world units (inf: no limit).
+        mask, objects, exclude
+            Which objects are searched, as in :meth:`intersect`.
+
+        Returns
+        -------
+        SceneClosestPoints
+            Arrays of length N; ``object`` is -1 and ``distance`` inf for a
+            point with nothing within ``max_distance``.
+        """
+        points = check_points(points)
+        limit = min(check_max_distance(max_distance) ** 2, FAR)
+        snap = self._snapshot()
+        enabled = self._enabled(snap, mask, objects, exclude)
+        n = points.shape[0]
+        objects_out = np.full(n, -1, np.int64)
+        rows = np.full(n, -1, np.int32)
+        d2, u, v = np.empty((3, n))
+        nearest, normal = np.empty((2, n, 3))
+        if snap.traceable and n > 0:
+            kernel = closest_point_kernels.scene_closest_points_serial if n <= SERIAL_BATCH \
+                else closest_point_kernels.scene_closest_points
+            kernel(snap.with_enabled(enabled), points, limit, objects_out, rows, d2, u, v, nearest, normal)
+        found = objects_out >= 0
+        on_mesh = found & (rows >= 0)
+        mesh = np.full(n, -1, np.int64)
+        triangle = np.full(n, -1, np.int64)
+        mesh[on_mesh] = snap.mesh_of[objects_out[on_mesh]]
+        packed = rows[on_mesh]
+        triangle[on_mesh] = snap.arrays.face_index[packed]
+        distance = np.where(found, np.sqrt(np.where(found, d2, 0.0)), np.inf)
+        nearest[~found] = np.nan
+        normal[~found] = np.nan
+        u = np.where(on_mesh, u, np.nan)
+        v = np.where(on_mesh, v, np.nan)
+        if on_mesh.any():
+            local = face_normals(snap.arrays.tris.reshape(-1, 9)[packed])
+            linear_inv = snap.inverse[objects_out[on_mesh], :, :3]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                normal[on_mesh] = unit_rows(np.einsum("nji,nj->ni", linear_inv, local))
+        shading_normal, uv = self._interpolate(snap, objects_out, mesh, triangle, u, v, normal)
+        return SceneClosestPoints(objects_out, mesh, triangle, nearest, distance, u, v, normal, shading_normal, uv)
 
     def occluded(self, origins, directions, tmin=0.0, tmax=np.inf, mask=ALL_BITS, objects=None,
                  exclude=None) -> np.ndarray:

@@ -115,6 +115,27 @@ def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
     return origins, directions
 
 
+def check_points(points) -> np.ndarray:
+    """Query points as a C-contiguous ``(N, 3)`` float64 array: finite, and
+    within ``MAX_ORIGIN`` of the world origin, as ray origins are."""
+    array = as_vectors("points", points)
+    far = np.abs(array).max(axis=1) > MAX_ORIGIN if array.shape[0] else np.zeros(0, bool)
+    if far.any():
+        raise ValueError(f"points must lie within {MAX_ORIGIN:g} of the world origin (row {_first_bad_row(far)})")
+    return array
+
+
+def check_max_distance(max_distance) -> float:
+    """A search radius: a number ``>= 0``, inf for no limit."""
+    try:
+        value = float(max_distance)
+    except (TypeError, ValueError):
+        raise ValueError(f"max_distance must be a number, got {max_distance!r}") from None
+    if not value >= 0.0:
+        raise ValueError(f"max_distance must be a number >= 0 (inf for no limit), got {max_distance!r}")
+    return value
+
+
 def check_window(tmin, tmax) -> tuple[float, float]:
     """Validate the ray interval ``[tmin, tmax]``; ``tmax`` may be inf."""
     try:
