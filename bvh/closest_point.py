@@ -54,62 +54,62 @@ def _segment(px, py, pz, ax, ay, az, ex, ey, ez):
 
 
 @jit_inline
-def _to_triangle(px, py, pz, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, d2, u, v):
-    """``(d2, u, v)`` of the point ``a + u e1 + v e2`` from its barycentrics:
-    the squared distance is measured from that point, not from a formula per
-    region, so every region's answer is a point of the triangle."""
-    dx = ax + u * e1x + v * e2x - px
-    dy = ay + u * e1y + v * e2y - py
-    dz = az + u * e1z + v * e2z - pz
-    return dx * dx + dy * dy + dz * dz, u, v
-
-
-@jit_inline
 def closest_on_triangle(px, py, pz, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z):
     """The point of triangle ``a, a + e1, a + e2`` nearest to ``p``.
 
     Returns ``(d2, u, v)``: the squared distance and the barycentrics of the
-    nearest point ``a + u e1 + v e2``. Ericson's region test (§5.1.5): the
-    signs of six dot products place ``p`` in a vertex, edge or face region.
-    A degenerate triangle takes the nearest of its edges (module docstring).
+    nearest point ``a + u e1 + v e2``.
+
+    The regions of Ericson's test (§5.1.5), decided robustly: the foot of
+    the perpendicular from ``p`` on the plane has barycentrics ``u = ((p-a)
+    x e2) . n / |n|^2`` and ``v = (e1 x (p-a)) . n / |n|^2`` (``n = e1 x e2``);
+    if they are inside, the foot is the answer. Otherwise the nearest point
+    is on an edge whose outer side holds the foot, one with a negative
+    barycentric, and the nearest of those edges (one or two) is measured.
+    Ericson's form, six dot products and their 2x2 minors, decides the face
+    region by a sum of minors that cancels to rounding noise on a thin or
+    collinear triangle, and then divides by it; triple products against the
+    normal do not cancel so. A zero-area triangle (``n = 0``) is measured as
+    its three edges: a segment or a point.
     """
     apx, apy, apz = px - ax, py - ay, pz - az
-    d1 = e1x * apx + e1y * apy + e1z * apz
-    d2 = e2x * apx + e2y * apy + e2z * apz
-    if d1 <= 0.0 and d2 <= 0.0:
-        return _to_triangle(px, py, pz, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, 0.0, 0.0, 0.0)
-    bpx, bpy, bpz = apx - e1x, apy - e1y, apz - e1z
-    d3 = e1x * bpx + e1y * bpy + e1z * bpz
-    d4 = e2x * bpx + e2y * bpy + e2z * bpz
-    if d3 >= 0.0 and d4 <= d3:
-        return _to_triangle(px, py, pz, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, 0.0, 1.0, 0.0)
-    cpx, cpy, cpz = apx - e2x, apy - e2y, apz - e2z
-    d5 = e1x * cpx + e1y * cpy + e1z * cpz
-    d6 = e2x * cpx + e2y * cpy + e2z * cpz
-    if d6 >= 0.0 and d5 <= d6:
-        return _to_triangle(px, py, pz, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, 0.0, 0.0, 1.0)
-    vc = d1 * d4 - d3 * d2
-    vb = d5 * d2 - d1 * d6
-    va = d3 * d6 - d5 * d4
-    area2 = va + vb + vc
+    nx = e1y * e2z - e1z * e2y
+    ny = e1z * e2x - e1x * e2z
+    nz = e1x * e2y - e1y * e2x
+    area2 = nx * nx + ny * ny + nz * nz
     if area2 > 0.0:
-        if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-            return _to_triangle(px, py, pz, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, 0.0, d1 / (d1 - d3), 0.0)
-        if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-            return _to_triangle(px, py, pz, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, 0.0, 0.0, d2 / (d2 - d6))
-        if va <= 0.0 and d4 - d3 >= 0.0 and d5 - d6 >= 0.0:
-            w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-            return _to_triangle(px, py, pz, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, 0.0, 1.0 - w, w)
-        return _to_triangle(px, py, pz, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, 0.0, vb / area2, vc / area2)
-    # Degenerate: the nearest of the three edges.
+        # (ap x e2) . n and (e1 x ap) . n
+        u_area = (apy * e2z - apz * e2y) * nx + (apz * e2x - apx * e2z) * ny + (apx * e2y - apy * e2x) * nz
+        v_area = (e1y * apz - e1z * apy) * nx + (e1z * apx - e1x * apz) * ny + (e1x * apy - e1y * apx) * nz
+        w_area = area2 - u_area - v_area
+        if u_area >= 0.0 and v_area >= 0.0 and w_area >= 0.0:
+            u = u_area / area2
+            v = v_area / area2
+            height = apx * nx + apy * ny + apz * nz
+            return height * height / area2, u, v
+        best = np.inf
+        u = 0.0
+        v = 0.0
+        if v_area < 0.0:
+            best, s = _segment(px, py, pz, ax, ay, az, e1x, e1y, e1z)
+            u, v = s, 0.0
+        if u_area < 0.0:
+            d2, s = _segment(px, py, pz, ax, ay, az, e2x, e2y, e2z)
+            if d2 < best:
+                best, u, v = d2, 0.0, s
+        if w_area < 0.0:
+            d2, s = _segment(px, py, pz, ax + e1x, ay + e1y, az + e1z, e2x - e1x, e2y - e1y, e2z - e1z)
+            if d2 < best:
+                best, u, v = d2, 1.0 - s, s
+        return best, u, v
     best, s = _segment(px, py, pz, ax, ay, az, e1x, e1y, e1z)
     u, v = s, 0.0
-    on_ac, s = _segment(px, py, pz, ax, ay, az, e2x, e2y, e2z)
-    if on_ac < best:
-        best, u, v = on_ac, 0.0, s
-    on_bc, s = _segment(px, py, pz, ax + e1x, ay + e1y, az + e1z, e2x - e1x, e2y - e1y, e2z - e1z)
-    if on_bc < best:
-        best, u, v = on_bc, 1.0 - s, s
+    d2, s = _segment(px, py, pz, ax, ay, az, e2x, e2y, e2z)
+    if d2 < best:
+        best, u, v = d2, 0.0, s
+    d2, s = _segment(px, py, pz, ax + e1x, ay + e1y, az + e1z, e2x - e1x, e2y - e1y, e2z - e1z)
+    if d2 < best:
+        best, u, v = d2, 1.0 - s, s
     return best, u, v
 
 
