@@ -25,7 +25,7 @@ from .metrics import Metrics
 from .middleware import ApiKeyAuth, BodyLimit, RequestMetrics
 from .openapi import install_schemas
 from .responses import JSONBytes
-from .routes import health, live, objects, picks, render, scenes, select, viewer
+from .routes import health, live, objects, picks, proximity, render, scenes, select, viewer
 from .settings import Settings, get_settings
 from .store import SceneStore
 
@@ -153,7 +153,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # The pick routes first: the router tries routes in order, and these are the hot ones.
     routers = (picks.direct_router, objects.direct_router, picks.router, health.router, select.router,
-               render.router, scenes.router, objects.router, live.router, viewer.router)
+               proximity.router, render.router, scenes.router, objects.router, live.router, viewer.router)
     for router in routers:
         app.include_router(router)
     # What a 405 or an OPTIONS request lists in Allow: every method of every route on the path.

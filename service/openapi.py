@@ -65,6 +65,8 @@ EXAMPLES = {
                             "projection": [[1.299, 0, 0, 0], [0, 1.732, 0, 0], [0, 0, -1.002, -0.2002],
                                            [0, 0, -1, 0]],
                             "width": 64, "height": 48, "pixels": [[32, 24]]}},
+    "closest": {"two points": {"points": [[0.25, 0.25, 1], [2, 2, 0]]},
+                "within a radius": {"points": [[0.25, 0.25, 1]], "max_distance": 2, "mask": 1}},
     "select": {"objects": {**_CAMERA, "rect": [0, 0, 64, 48]},
                "triangles": {**_CAMERA, "rect": [16, 12, 48, 36], "mode": "triangles"}},
 }

@@ -60,6 +60,15 @@ BATCH_RAY_BYTES, BATCH_FIXED_BYTES = _per_item(lambda n: {
     "u": [LONGEST_FLOAT] * n, "v": [LONGEST_FLOAT] * n, "point": [[LONGEST_FLOAT] * 3] * n,
     "normal": [[LONGEST_FLOAT] * 3] * n})
 
+#: One point of a JSON closest-point answer (a value in every column).
+CLOSEST_POINT_BYTES, CLOSEST_FIXED_BYTES = _per_item(lambda n: {
+    "found": [False] * n, "distance": [LONGEST_FLOAT] * n, "object": [LONGEST_INT] * n,
+    "mesh": [LONGEST_INT] * n, "triangle": [LONGEST_INT] * n, "u": [LONGEST_FLOAT] * n,
+    "v": [LONGEST_FLOAT] * n, "point": [[LONGEST_FLOAT] * 3] * n, "normal": [[LONGEST_FLOAT] * 3] * n})
+
+#: Bytes of one binary closest-point record (see ``service.proximity.CLOSEST_RECORD``).
+CLOSEST_RECORD_BYTES = 44
+
 #: One selected object, the name and its triangles excluded.
 SELECTED_BYTES, SELECTION_FIXED_BYTES = _per_item(lambda n: {"objects": [
     {"id": LONGEST_INT, "name": "", "triangles": None}] * n})
@@ -92,6 +101,16 @@ def camera_pick(pixels: int, view: SceneView) -> int:
 def json_batch(rays: int) -> int:
     """Largest JSON batch answer of ``rays`` rays."""
     return BATCH_FIXED_BYTES + rays * BATCH_RAY_BYTES
+
+
+def json_closest(points: int) -> int:
+    """Largest JSON closest-point answer of ``points`` points."""
+    return CLOSEST_FIXED_BYTES + points * CLOSEST_POINT_BYTES
+
+
+def binary_closest(points: int) -> int:
+    """The binary closest-point answer of ``points`` points."""
+    return points * CLOSEST_RECORD_BYTES
 
 
 def binary_batch(rays: int) -> int:

@@ -392,6 +392,41 @@ class BatchPickResult(BaseModel):
     normal: list[list[float | None]]
 
 
+
+# ------------------------------------------------------------------ proximity
+
+class ProximityOptions(RequestModel):
+    """Which objects a proximity query searches, chosen as picks choose them."""
+
+    mask: Mask | None = Field(None, description="only objects whose mask shares a bit with this one")
+    objects: list[ObjectId] | None = Field(None, description="only these objects")
+    exclude: list[ObjectId] | None = Field(None, description="never these objects")
+
+
+class ClosestRequest(ProximityOptions):
+    """World points whose nearest surface point is wanted, as JSON;
+    ``application/octet-stream`` is the fast form."""
+
+    points: list[Vec3]
+    max_distance: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)] | None = Field(
+        None, description="search radius in world units; null: unbounded")
+
+
+class ClosestResult(BaseModel):
+    """Columnar results, one entry per point; a point with no surface within
+    ``max_distance`` holds null (or -1 for indices)."""
+
+    found: list[bool]
+    distance: list[float | None] = Field(description="world distance to the nearest surface point")
+    object: list[int] = Field(description="-1: nothing within max_distance")
+    mesh: list[int] = Field(description="-1 for a shape or nothing")
+    triangle: list[int] = Field(description="face index in the mesh; -1 for a shape or nothing")
+    u: list[float | None] = Field(description="barycentrics of the point in its face: "
+                                              "point = (1-u-v) V0 + u V1 + v V2")
+    v: list[float | None]
+    point: list[list[float | None]] = Field(description="the nearest surface point, world space")
+    normal: list[list[float | None]] = Field(description="unit world geometric normal of the face or shape")
+
 # ------------------------------------------------------------------ cameras
 
 class PinholeCamera(RequestModel):

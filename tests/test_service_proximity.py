@@ -1,0 +1,126 @@
+"""``/scenes/{id}/closest`` (JSON and binary): exact answers on small inline scenes, and every refusal."""
+
+import numpy as np
+import pytest
+
+from service.proximity import CLOSEST_RECORD
+from tests.conftest import TRIANGLE
+
+#: Above the triangle's inside, beyond its hypotenuse, far off: nearest
+#: points (0.25, 0.25, 0), the edge point (0.5, 0.5, 0), the corner (1, 0, 0).
+POINTS = np.array([[0.25, 0.25, 2.0], [1.0, 1.0, 0.0], [3.0, -1.0, 0.0]])
+
+
+def closest(client, scene_id, **body):
+    response = client.post(f"/scenes/{scene_id}/closest", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def binary(client, scene_id, points, query=""):
+    return client.post(f"/scenes/{scene_id}/closest{query}", content=np.asarray(points, "<f4").tobytes(),
+                       headers={"content-type": "application/octet-stream"})
+
+
+def test_json_closest_is_columnar(client, triangle_scene):
+    columns = closest(client, triangle_scene, points=POINTS.tolist())
+    assert columns["found"] == [True, True, True]
+    assert columns["distance"] == pytest.approx([2.0, np.sqrt(0.5), np.sqrt(5.0)])
+    assert columns["object"] == [0, 0, 0] and columns["mesh"] == [0, 0, 0] and columns["triangle"] == [0, 0, 0]
+    assert columns["point"] == [pytest.approx([0.25, 0.25, 0]), pytest.approx([0.5, 0.5, 0]),
+                                pytest.approx([1, 0, 0])]
+    assert columns["u"] == pytest.approx([0.25, 0.5, 1.0]) and columns["v"] == pytest.approx([0.25, 0.5, 0.0])
+    assert columns["normal"] == [pytest.approx([0, 0, 1])] * 3
+
+
+def test_max_distance_and_filters(client, triangle_scene):
+    columns = closest(client, triangle_scene, points=POINTS.tolist(), max_distance=1.0)
+    assert columns["found"] == [False, True, False]
+    assert columns["distance"][0] is None and columns["object"][0] == -1 and columns["triangle"][0] == -1
+    assert columns["point"][0] == [None, None, None] and columns["u"][0] is None
+    added = client.post(f"/scenes/{triangle_scene}/objects", json={
+        "shape": "sphere", "radius": 0.5, "name": "ball",
+        "transform": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 3], [0, 0, 0, 1]]})
+    assert added.status_code == 201, added.text
+    above = [[0.25, 0.25, 2.0]]
+    near_ball = closest(client, triangle_scene, points=above)
+    assert near_ball["object"] == [1] and near_ball["mesh"] == [-1] and near_ball["triangle"] == [-1]
+    assert near_ball["distance"] == pytest.approx([np.sqrt(1 + 0.125) - 0.5])
+    assert closest(client, triangle_scene, points=above, exclude=[1])["object"] == [0]
+    assert closest(client, triangle_scene, points=above, objects=[0])["object"] == [0]
+    assert closest(client, triangle_scene, points=[])["found"] == []
+
+
+def test_binary_closest_records(client, triangle_scene):
+    response = binary(client, triangle_scene, POINTS)
+    assert response.status_code == 200 and response.headers["content-type"] == "application/octet-stream"
+    assert len(response.content) == 44 * 3
+    records = np.frombuffer(response.content, CLOSEST_RECORD)
+    assert records["distance"] == pytest.approx([2.0, np.sqrt(0.5), np.sqrt(5.0)])
+    assert records["object"].tolist() == [0, 0, 0] and records["triangle"].tolist() == [0, 0, 0]
+    assert records["point"][1] == pytest.approx([0.5, 0.5, 0]) and records["normal"][2] == pytest.approx([0, 0, 1])
+    assert records["u"][0] == pytest.approx(0.25)
+    limited = np.frombuffer(binary(client, triangle_scene, POINTS, "?max_distance=1").content, CLOSEST_RECORD)
+    assert limited["object"].tolist() == [-1, 0, -1] and np.isinf(limited["distance"][0])
+    assert np.isnan(limited["point"][0]).all()
+    masked = np.frombuffer(binary(client, triangle_scene, POINTS, "?mask=0").content, CLOSEST_RECORD)
+    assert masked["object"].tolist() == [-1, -1, -1]
+
+
+def test_json_refusals(make_client):
+    client = make_client(max_rays=2)
+    scene = client.post("/scenes", json={"meshes": [TRIANGLE]}).json()["id"]
+    path = f"/scenes/{scene}/closest"
+    response = client.post(path, json={"points": POINTS.tolist()})
+    assert response.status_code == 413
+    assert response.json()["detail"] == "3 points in one request; the limit is 2 (PICK_MAX_RAYS)"
+    response = client.post(path, json={"points": [[0, 0]]})
+    assert response.status_code == 422 and "points" in response.json()["detail"]
+    response = client.post(path, json={"points": [[0, 0, 1]], "max_distance": -1})
+    assert response.status_code == 422 and "max_distance" in response.json()["detail"]
+    response = client.post(path, json={"points": [[0, 0, 1]], "radius": 1})
+    assert response.status_code == 422 and "radius" in response.json()["detail"]
+    response = client.post(path, json={"points": [[0, 0, 1e31]]})
+    assert response.status_code == 422
+    assert response.json()["detail"] == "points must lie within 1e+30 of the world origin (row 0)"
+    response = client.post(path + "?max_distance=1", json={"points": [[0, 0, 1]]})
+    assert response.status_code == 422
+    assert response.json()["detail"] == ("query options (max_distance) are for the binary form; "
+                                         "a JSON query takes its options in the body")
+    response = client.post(path, json={"points": [[0, 0, 1]], "objects": [7]})
+    assert response.status_code == 404 and response.json()["detail"] == "no object 7 in this scene"
+    response = client.post("/scenes/nope/closest", json={"points": [[0, 0, 1]]})
+    assert response.status_code == 404
+
+
+def test_binary_refusals(make_client):
+    client = make_client(max_rays=2)
+    scene = client.post("/scenes", json={"meshes": [TRIANGLE]}).json()["id"]
+    assert binary(client, scene, POINTS).status_code == 413
+    response = client.post(f"/scenes/{scene}/closest", content=b"\0" * 13,
+                           headers={"content-type": "application/octet-stream"})
+    assert response.status_code == 422
+    assert response.json()["detail"] == ("the binary body has 13 bytes, which is not a whole number of points "
+                                         "(12 bytes each: 3 little-endian float32)")
+    response = client.post(f"/scenes/{scene}/closest", content=b"",
+                           headers={"content-type": "application/octet-stream"})
+    assert response.status_code == 422
+    assert response.json()["detail"] == "the binary body is empty: send at least one point"
+    response = binary(client, scene, [[0, np.nan, 0]])
+    assert response.status_code == 422
+    assert response.json()["detail"] == "points contain NaN or infinite values (first at row 0)"
+    for query, expected in (("?max_distance=-1", "max_distance"), ("?mask=-3", "mask"),
+                            ("?objects=99", "no object 99"), ("?max_distance=abc", "max_distance")):
+        response = binary(client, scene, [[0, 0, 1]], query)
+        assert response.status_code in (404, 422), (query, response.text)
+        assert expected in response.json()["detail"], (query, response.json())
+    response = client.post(f"/scenes/{scene}/closest", content=b"x", headers={"content-type": "text/csv"})
+    assert response.status_code == 415
+
+
+def test_response_limit(make_client):
+    client = make_client(max_response_mb=0.001)
+    scene = client.post("/scenes", json={"meshes": [TRIANGLE]}).json()["id"]
+    response = client.post(f"/scenes/{scene}/closest", json={"points": [[0, 0, 1]] * 40})
+    assert response.status_code == 413 and "PICK_MAX_RESPONSE_MB" in response.json()["detail"]
+    assert "binary form (44 bytes per point)" in response.json()["detail"]
