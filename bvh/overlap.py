@@ -152,7 +152,8 @@ def shape_record(shape) -> np.ndarray:
         ``min > max``, axes that are not orthonormal, a zero plane normal.
     """
     if not isinstance(shape, dict):
-        raise ValueError(f"an overlap shape must be a dict with a 'kind' and its parameters, got {type(shape).__name__}")
+        raise ValueError("an overlap shape must be a dict with a 'kind' and its parameters, "
+                         f"got {type(shape).__name__}")
     if "kind" not in shape:
         raise ValueError(f"an overlap shape needs a 'kind': one of {', '.join(KINDS)}")
     kind = shape["kind"]
@@ -191,7 +192,8 @@ def shape_record(shape) -> np.ndarray:
         inverted = np.flatnonzero(lo > hi)
         if inverted.size:
             k = int(inverted[0])
-            raise ValueError(f"min must be <= max on every axis, but min[{k}] = {lo[k]!r} > max[{k}] = {hi[k]!r}")
+            raise ValueError(f"min must be <= max on every axis, but min[{k}] = {float(lo[k])!r} "
+                             f"> max[{k}] = {float(hi[k])!r}")
         center, normals, half = (lo + hi) * 0.5, np.eye(3), (hi - lo) * 0.5
     else:
         center = _vector("center", shape["center"])
