@@ -87,14 +87,21 @@ def _oracle(vertices, faces, shape, candidates):
     return candidates[overlapping_triangles(vertices, faces[candidates], shape)]
 
 
-def bracket(vertices, faces, shape, margin, box=None):
+def face_boxes(vertices, faces):
+    """``(F, 2, 3)``: each face's box, for :func:`bracket`'s ``boxes``."""
+    corners = vertices[faces]
+    return np.stack([corners.min(axis=1), corners.max(axis=1)], axis=1)
+
+
+def bracket(vertices, faces, shape, margin, box=None, boxes=None):
     """``(sure, possible)``: sorted face indices the oracle finds for the
-    shape shrunk and grown by ``margin``; only faces whose corners' box meets
-    ``box`` (a ``(2, 3)`` bound of the grown shape) are given to it."""
+    shape shrunk and grown by ``margin``; only faces whose box (``boxes``,
+    else computed) meets ``box`` (a ``(2, 3)`` bound of the grown shape) are
+    given to it."""
     candidates = np.arange(len(faces))
     if box is not None:
-        corners = vertices[faces]
-        keep = ((corners.max(axis=1) >= box[0]) & (corners.min(axis=1) <= box[1])).all(axis=1)
+        boxes = face_boxes(vertices, faces) if boxes is None else boxes
+        keep = ((boxes[:, 1] >= box[0]) & (boxes[:, 0] <= box[1])).all(axis=1)
         candidates = candidates[keep]
     return (_oracle(vertices, faces, grown(shape, -margin), candidates),
             _oracle(vertices, faces, grown(shape, margin), candidates))
