@@ -6,7 +6,7 @@ from typing import Callable, NamedTuple
 import numba
 import numpy as np
 
-from . import closest_point, kernels
+from . import closest_point, kernels, overlap as overlap_kernels
 from ._jit import FAR, MAX_DEPTH
 from .builder import binned_sah_build
 from .config import BuildConfig
@@ -366,6 +366,45 @@ class MeshBVH:
             kernel(arrays.nodes.reshape(-1), arrays.links.reshape(-1), arrays.triangles.reshape(-1), arrays.offset,
                    points, limit, rows, d2, u, v, nearest)
         return _closest_points(arrays, rows, d2, u, v, nearest)
+
+
+    def overlap(self, shape) -> np.ndarray:
+        """Faces that have a point in common with a closed solid.
+
+        One walk of the tree with a conservative shape/box bound at the
+        nodes and an exact float64 test at the leaves (:mod:`bvh.overlap`):
+        the distance from a sphere's centre or a capsule's segment, the
+        separating-axis test of boxes, the clipped triangle for convex
+        regions. Boundaries count. Zero-area faces are not in the tree and
+        never reported (as rays never hit them).
+
+        Parameters
+        ----------
+        shape : dict
+            ``{"kind": "sphere", "center", "radius"}``, ``{"kind": "aabb",
+            "min", "max"}``, ``{"kind": "obb", "center", "axes" (3, 3)
+            orthonormal rows, "half_size"}``, ``{"kind": "capsule", "a", "b",
+            "radius"}`` or ``{"kind": "convex", "planes" (P, 4)}``, inside
+            where ``n . x + d >= 0`` (see :func:`bvh.overlap.shape_record`).
+
+        Returns
+        -------
+        (K,) int64
+            Face indices, ascending.
+
+        Raises
+        ------
+        ValueError
+            On a malformed shape, saying what is wrong.
+        """
+        record = overlap_kernels.shape_record(shape)
+        arrays = self._arrays
+        if arrays.triangles.shape[0] == 0:
+            return np.zeros(0, np.int64)
+        local = overlap_kernels.translated(record, arrays.offset)
+        rows = overlap_kernels.mesh_rows(arrays.nodes.reshape(-1), arrays.links.reshape(-1),
+                                         arrays.triangles.reshape(-1), local)
+        return np.sort(arrays.face_index[rows].astype(np.int64))
 
 
 def _carve(n: int, columns) -> list[np.ndarray]:

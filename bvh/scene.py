@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import closest_point as closest_point_kernels, scene_kernels
+from . import closest_point as closest_point_kernels, overlap as overlap_kernels, scene_kernels
 from .scene_kernels import SceneArrays
 from ._jit import FAR
 from .builder import binned_sah_build
@@ -1739,6 +1739,64 @@ class Scene:
             return Selection(np.zeros(0, np.int64), np.zeros(0, np.int64))
         return Selection(np.concatenate(chosen_objects).astype(np.int64),
                          np.concatenate(chosen_triangles).astype(np.int64))
+
+    def overlap(self, shape, triangles=False, mask=ALL_BITS, objects=None, exclude=None) -> Selection:
+        """Objects (or their triangles) that have a point in common with a
+        closed solid given in the world.
+
+        One walk of the scene (:mod:`bvh.overlap`): the top level and each
+        mesh's tree with a conservative shape/box bound, the triangles with
+        an exact float64 test. Boxes and convex regions are tested in each
+        object's space (half-spaces map exactly); spheres and capsules in the
+        world, on the triangles mapped there, so that a non-uniformly scaled
+        or sheared instance is measured exactly. Shape objects are their
+        surfaces: a box's and a quad's triangles, a convex polygon's fan of
+        triangles, a sphere's (an ellipsoid's) surface, exactly.
+
+        Parameters
+        ----------
+        shape : dict
+            As for :meth:`bvh.MeshBVH.overlap`, in world coordinates.
+        triangles : bool
+            Report each touching triangle (as :meth:`select` does with
+            ``mode="triangles"``) rather than each object once.
+        mask, objects, exclude
+            Which objects are searched, as in :meth:`intersect`.
+
+        Returns
+        -------
+        Selection
+            Object ids ascending; with ``triangles``, one row per touching
+            face (ascending within its object) and shapes once with -1, else
+            -1 for every object.
+
+        Raises
+        ------
+        ValueError
+            On a malformed shape; and when the query reaches a polygon
+            object whose outline is not convex (tested by its fan of
+            triangles, which covers only convex outlines): exclude it.
+        """
+        record = overlap_kernels.shape_record(shape)
+        snap = self._snapshot()
+        enabled = self._enabled(snap, mask, objects, exclude)
+        none = np.zeros(0, np.int64)
+        if not snap.traceable:
+            return Selection(none, none.copy())
+        rows, found, not_convex = overlap_kernels.scene_pairs(snap.with_enabled(enabled), record)
+        if not_convex >= 0:
+            raise ValueError(f"object {not_convex} is a polygon whose outline is not convex: overlap tests "
+                             "polygons as a fan of triangles, which covers only convex outlines; "
+                             f"leave it out with exclude=[{not_convex}]")
+        found = found.astype(np.int64)
+        if not triangles:
+            chosen = np.unique(found)
+            return Selection(chosen, np.full(chosen.shape[0], -1, np.int64))
+        face = np.full(rows.shape[0], -1, np.int64)
+        on_mesh = rows >= 0
+        face[on_mesh] = snap.arrays.face_index[rows[on_mesh]]
+        order = np.lexsort((face, found))
+        return Selection(found[order], face[order])
 
     # -------------------------------------------------------- persistence
     @property
