@@ -25,8 +25,9 @@ degenerate triangle (no plane) is its edges and corners, and never gives NaN.
 
 Per-ray values travel in a *window* tuple in place of the walk's ``tmin``
 (the walk hands it to the bound and the leaves untouched):
-``(tmin, radius, ux, uy, uz, length)``, the world radius and the ray's world
-direction as a unit vector and its length. The leaves solve in the unit
+``(tmin, radius, ux, uy, uz, length, 1/ux, 1/uy, 1/uz)``, the world radius,
+the ray's world direction as a unit vector, its length and the unit vector's
+reciprocals. The leaves solve in the unit
 direction's parameter ``s = t * length`` (world distances along the ray),
 which keeps the quadratics well scaled whatever the direction's length.
 
@@ -61,7 +62,7 @@ from .leaf_tests import EDGE_TOLERANCE, triangle_edges
 from .primitives.rays import _crossings
 from .shapes import BOX, QUAD, SPHERE
 from .traversal import (make_instance_walk, make_traversal, new_stack, object_point_setup, object_ray_setup,
-                        point_setup, ray_setup, visit_swept)
+                        point_setup, ray_setup, safe_reciprocal, visit_swept)
 
 #: What the leaf tests return for no contact (contacts are at ``s >= 0``).
 NO_CONTACT = -1.0
@@ -182,6 +183,34 @@ def _cylinder(px, py, pz, ex, ey, ez, dx, dy, dz, radius, smin):
     return s, w
 
 
+@jit_inline
+def _cannot_touch(ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, nx, ny, nz, length, dx, dy, dz, radius, smin, smax):
+    """Whether the edges and corners of a triangle with a plane are out of
+    reach, by a cheap conservative test: a contact needs the centre within
+    ``radius`` of the plane (an interval of ``s``) and, then, within
+    ``radius`` of the triangle's box. Most triangles of a leaf a cast
+    reaches are rejected here, before three cylinders and three balls. The
+    radius is padded far beyond the tests' rounding."""
+    reach = radius * (1.0 + 1.0e-6) + 1.0e-12 * (abs(ax) + abs(ay) + abs(az))
+    speed = dx * nx + dy * ny + dz * nz
+    plane = ax * nx + ay * ny + az * nz
+    band = reach * length
+    if speed == 0.0:
+        return abs(smin * speed - plane) > band
+    first = (plane - band) / speed
+    last = (plane + band) / speed
+    low = max(min(first, last), smin)
+    high = min(max(first, last), smax)
+    if low > high:
+        return True
+    for d, a, e1, e2 in ((dx, ax, e1x, e2x), (dy, ay, e1y, e2y), (dz, az, e1z, e2z)):
+        lo = min(low * d, high * d)
+        hi = max(low * d, high * d)
+        if lo > max(a, a + e1, a + e2) + reach or hi < min(a, a + e1, a + e2) - reach:
+            return True
+    return False
+
+
 @jit
 def sweep_triangle(ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, dx, dy, dz, radius, smin, smax):
     """First contact in ``[smin, smax]`` of the sphere of ``radius`` centred
@@ -239,6 +268,9 @@ def sweep_triangle(ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, dx, dy, dz, radius,
             # A zero radius meets a triangle with a plane only through its
             # face; its edges inclusive, by the slack above.
             return NO_CONTACT, 0.0, 0.0
+        if _cannot_touch(ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, nx, ny, nz, length, dx, dy, dz, radius, smin,
+                         smax):
+            return NO_CONTACT, 0.0, 0.0
     for edge in range(3):
         if edge == 0:
             px, py, pz, ex, ey, ez = ax, ay, az, e1x, e1y, e1z
@@ -277,7 +309,7 @@ def _keep(record, window, s, u, v, px, py, pz, nx, ny, nz, row, obj):
     kept wins a tie, but for ties at ``tmin``); ``p`` is the contact point relative to the ray's
     origin, ``n`` the surface's normal there (any orientation, not unit).
     Returns the walk's new ``tmax``, or -1.0 if not kept."""
-    tmin, radius, dx, dy, dz, length = window
+    tmin, radius, dx, dy, dz, length = window[:6]
     # At tmin every overlapping face ties: the one nearest the centre wins,
     # so the point is the surface's nearest.
     gx, gy, gz = s * dx - px, s * dy - py, s * dz - pz
@@ -312,10 +344,31 @@ def _limits(record, window, tmax):
 
 
 @jit_inline
+def _reaches_box(window, smin, smax, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z):
+    """Whether the cast's path within ``[smin, smax]`` meets the triangle's
+    box grown by the radius (the slab test, as the nodes have it, padded by
+    far more than its rounding): a cheap filter, inline in the leaf, before
+    the out-of-line :func:`sweep_triangle`. Most triangles of a leaf the
+    cast reaches fail it."""
+    radius, ix, iy, iz = window[1], window[6], window[7], window[8]
+    reach = radius * (1.0 + 1.0e-6) + 1.0e-12 * (abs(ax) + abs(ay) + abs(az) + abs(e1x) + abs(e1y) + abs(e1z)
+                                                 + abs(e2x) + abs(e2y) + abs(e2z))
+    near, far = smin, smax
+    for i, a, e1, e2 in ((ix, ax, e1x, e2x), (iy, ay, e1y, e2y), (iz, az, e1z, e2z)):
+        low = (min(a, min(a + e1, a + e2)) - reach) * i
+        high = (max(a, max(a + e1, a + e2)) + reach) * i
+        near = max(near, min(low, high))
+        far = min(far, max(low, high))
+    return near <= far
+
+
+@jit_inline
 def _triangle_contact(record, window, tmax, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, row, obj):
     """Test the triangle ``a, e1, e2`` (world, ``a`` relative to the ray's
     origin) and keep its contact if earlier. Returns the walk's ``tmax``."""
     smin, smax = _limits(record, window, tmax)
+    if not _reaches_box(window, smin, smax, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z):
+        return tmax
     s, u, v = sweep_triangle(ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, window[2], window[3], window[4], window[1],
                              smin, smax)
     if s != NO_CONTACT:
@@ -401,7 +454,7 @@ def _shell(world, record, window, tmax, radius, obj):
     if not (abs(g11 - g00) <= tolerance and abs(g22 - g00) <= tolerance and abs(g01) <= tolerance
             and abs(g02) <= tolerance and abs(g12) <= tolerance):
         return tmax, False
-    tmin, r, dx, dy, dz, length = window
+    tmin, r, dx, dy, dz, length = window[:6]
     smin, smax = _limits(record, window, tmax)
     big = radius * math.sqrt(g00)
     cx, cy, cz = world[10] - world[3], world[14] - world[4], world[18] - world[5]
@@ -445,7 +498,7 @@ def _swept_ellipsoid(world, record, scratch, window, tmax, radius, obj):
     is taken as touching if it came within ``ELLIPSOID_GRAZE`` of the size,
     else as missing: the one approximate answer of the module.
     """
-    tmin, r, dx, dy, dz, length = window
+    tmin, r, dx, dy, dz, length = window[:6]
     smin, smax = _limits(record, window, tmax)
     size = radius * math.sqrt(world[7] * world[7] + world[8] * world[8] + world[9] * world[9]
                               + world[11] * world[11] + world[12] * world[12] + world[13] * world[13]
@@ -477,7 +530,7 @@ def _polygon(world, record, window, tmax, shape_data, start, obj):
     """A planar polygon (:mod:`bvh.shapes`' row): the face, its plane offset
     by the radius with the foot's inside test in object space, then (radius
     > 0) a capsule on each outline edge."""
-    tmin, r, dx, dy, dz, length = window
+    tmin, r, dx, dy, dz, length = window[:6]
     smin, smax = _limits(record, window, tmax)
     qx, qy, qz = shape_data[start], shape_data[start + 1], shape_data[start + 2]
     nx, ny, nz = shape_data[start + 3], shape_data[start + 4], shape_data[start + 5]
@@ -569,13 +622,15 @@ _scene_walk = make_instance_walk(_scene_mesh_leaf, _scene_shape_leaf, sweep_setu
 
 @jit_inline
 def _window(tmin, radius, dx, dy, dz):
-    """A cast's per-ray tuple: ``(tmin, radius, ux, uy, uz, length)``, the
-    direction's length without overflow (scaled by its largest component)."""
+    """A cast's per-ray tuple: ``(tmin, radius, ux, uy, uz, length, 1/ux,
+    1/uy, 1/uz)``, the direction's length found without overflow (scaled by
+    its largest component) and the unit direction's safe reciprocals."""
     largest = max(abs(dx), abs(dy), abs(dz))
     sx, sy, sz = dx / largest, dy / largest, dz / largest
     length = largest * math.sqrt(sx * sx + sy * sy + sz * sz)
     inv = 1.0 / math.sqrt(sx * sx + sy * sy + sz * sz)
-    return tmin, radius, sx * inv, sy * inv, sz * inv, length
+    ux, uy, uz = sx * inv, sy * inv, sz * inv
+    return tmin, radius, ux, uy, uz, length, safe_reciprocal(ux), safe_reciprocal(uy), safe_reciprocal(uz)
 
 
 @jit_inline
@@ -602,7 +657,7 @@ def _finish(record, window, i, ox, oy, oz, directions, rows, t, u, v, point, cen
             centre[i, c] = np.nan
             normal[i, c] = np.nan
         return
-    tmin, radius, dx, dy, dz, length = window
+    tmin, radius, dx, dy, dz, length = window[:6]
     ti = record[CAST_T]
     t[i] = ti
     u[i] = record[CAST_U]

@@ -148,11 +148,11 @@ def check_radius(radius, n: int) -> np.ndarray:
     finite = np.isfinite(array)
     if not finite.all():
         row = _first_bad_row(~finite)
-        raise ValueError(f"radius must be finite, got {array[row]!r} (row {row})")
+        raise ValueError(f"radius must be finite, got {float(array[row])!r} (row {row})")
     negative = array < 0.0
     if negative.any():
         row = _first_bad_row(negative)
-        raise ValueError(f"radius must be >= 0, got {array[row]!r} (row {row})")
+        raise ValueError(f"radius must be >= 0, got {float(array[row])!r} (row {row})")
     return array
 
 
