@@ -704,8 +704,10 @@ def _mesh_block(nodes, links, tris, offset, origins, directions, radius, tmin, t
 def mesh_sphere_casts_serial(nodes, links, tris, offset, origins, directions, radius, tmin, tmax, rows, t, u, v,
                              point, centre, normal):
     """:func:`mesh_sphere_casts` on the calling thread, for a few casts."""
-    _mesh_block(nodes, links, tris, offset, origins, directions, radius, tmin, tmax, 0, origins.shape[0], rows, t,
-                u, v, point, centre, normal)
+    # A typed 0: a literal 0 would give the block another signature, and a
+    # second compilation, from the parallel kernel's.
+    _mesh_block(nodes, links, tris, offset, origins, directions, radius, tmin, tmax, np.int64(0), origins.shape[0],
+                rows, t, u, v, point, centre, normal)
 
 
 @jit_parallel
@@ -747,8 +749,8 @@ def _scene_block(scene, origins, directions, radius, tmin, tmax, start, end, obj
 def scene_sphere_casts_serial(scene, origins, directions, radius, tmin, tmax, objects, rows, t, u, v, point, centre,
                               normal):
     """:func:`scene_sphere_casts` on the calling thread, for a few casts."""
-    _scene_block(scene, origins, directions, radius, tmin, tmax, 0, origins.shape[0], objects, rows, t, u, v, point,
-                 centre, normal)
+    _scene_block(scene, origins, directions, radius, tmin, tmax, np.int64(0), origins.shape[0], objects, rows, t, u,
+                 v, point, centre, normal)
 
 
 @jit_parallel
