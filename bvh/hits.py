@@ -273,6 +273,99 @@ class SceneClosestPoints:
 
 
 @dataclass(frozen=True)
+class SphereHits:
+    """First contact of a sphere swept along each of N rays, on a mesh.
+
+    Attributes
+    ----------
+    triangle : (N,) int64
+        Original face index touched first; -1 on a miss.
+    t : (N,) float64
+        Ray parameter of the contact: the sphere's centre is then
+        ``origin + t * direction`` (the direction as given); ``tmin`` for a
+        sphere already touching the surface there; inf on a miss.
+    point : (N, 3) float64
+        The contact point, on the surface (world space); for a sphere
+        already overlapping the surface at ``tmin``, the surface's point
+        nearest the centre. NaN on a miss.
+    center : (N, 3) float64
+        The sphere's centre at contact, ``origin + t * direction``; NaN on a
+        miss.
+    normal : (N, 3) float64
+        Unit contact normal from the surface to the sphere,
+        ``(center - point) / |center - point|``; for radius 0 (and a centre
+        on the surface) the face's geometric normal turned against the ray.
+        NaN on a miss.
+    u, v : (N,) float64
+        Barycentrics of ``point`` in its face, as in :class:`Hits`; NaN on a
+        miss.
+    """
+
+    triangle: np.ndarray
+    t: np.ndarray
+    point: np.ndarray
+    center: np.ndarray
+    normal: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+
+    @property
+    def hit(self) -> np.ndarray:
+        """(N,) bool: which casts touched something within ``[tmin, tmax]``."""
+        return self.triangle >= 0
+
+    def __len__(self) -> int:
+        return self.triangle.shape[0]
+
+
+@dataclass(frozen=True)
+class SceneSphereHits:
+    """First contact of a sphere swept along each of N world rays in a
+    :class:`bvh.Scene`; distances are world distances under any affine
+    transform.
+
+    Attributes
+    ----------
+    object : (N,) int64
+        Id of the object touched first; -1 on a miss.
+    mesh, triangle : (N,) int64
+        Its mesh and face index; -1 for a shape and on a miss.
+    t : (N,) float64
+        World ray parameter of the contact, the centre at
+        ``origin + t * direction``; ``tmin`` if already touching; inf on a
+        miss.
+    point : (N, 3) float64
+        The contact point on the surface, world; NaN on a miss.
+    center : (N, 3) float64
+        The sphere's centre at contact; NaN on a miss.
+    normal : (N, 3) float64
+        Unit world contact normal from the surface to the sphere, as in
+        :class:`SphereHits` (radius 0: the surface's normal against the
+        ray); NaN on a miss.
+    u, v : (N,) float64
+        Barycentrics of ``point`` in its face; NaN for a shape and on a miss.
+    """
+
+    object: np.ndarray
+    mesh: np.ndarray
+    triangle: np.ndarray
+    t: np.ndarray
+    point: np.ndarray
+    center: np.ndarray
+    normal: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+
+    @property
+    def hit(self) -> np.ndarray:
+        """(N,) bool: which casts touched something."""
+        return self.object >= 0
+
+    def __len__(self) -> int:
+        return self.object.shape[0]
+
+
+@dataclass(frozen=True)
 class Selection:
     """What a frustum selection found.
 

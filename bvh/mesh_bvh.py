@@ -6,16 +6,16 @@ from typing import Callable, NamedTuple
 import numba
 import numpy as np
 
-from . import closest_point, kernels, overlap as overlap_kernels
+from . import closest_point, kernels, overlap as overlap_kernels, sphere_cast
 from ._jit import FAR, MAX_DEPTH
 from .builder import binned_sah_build
 from .config import BuildConfig
-from .hits import AllHits, ClosestPoints, Hits, dot_rows, face_normals, unit_rows
+from .hits import AllHits, ClosestPoints, Hits, SphereHits, dot_rows, face_normals, unit_rows
 from .node_layout import CHILD_COUNT, ROW, WIDTH, aligned_empty, collapse_to_wide
 from .refit import check_refit_vertices, refit_tree, wide_sah_cost
 from .tree import Tree
 from .triangles import prepare_triangles
-from .validation import check_max_distance, check_mesh, check_points, check_rays, check_window
+from .validation import check_max_distance, check_mesh, check_points, check_radius, check_rays, check_window
 
 #: Batches up to this size run on the calling thread: waking the thread pool
 #: costs more than tracing a few rays.
@@ -366,6 +366,51 @@ class MeshBVH:
             kernel(arrays.nodes.reshape(-1), arrays.links.reshape(-1), arrays.triangles.reshape(-1), arrays.offset,
                    points, limit, rows, d2, u, v, nearest)
         return _closest_points(arrays, rows, d2, u, v, nearest)
+
+    def sphere_cast(self, origins, directions, radius, tmin=0.0, tmax=np.inf) -> SphereHits:
+        """First contact of a sphere of ``radius`` swept along each ray.
+
+        The sphere's centre moves along ``origin + t * direction``; the
+        result is the smallest ``t`` in ``[tmin, tmax]`` at which it touches
+        the surface (a sphere already touching it at ``tmin`` gives
+        ``tmin``). The tree's boxes grown by the radius bound the search, and
+        the leaves test the swept sphere against each triangle's face, edges
+        and corners in float64 (:mod:`bvh.sphere_cast`). Radius 0 is
+        :meth:`intersect`'s ray.
+
+        Parameters
+        ----------
+        origins, directions : (N, 3) or (3,) float
+            The centre's path; directions need not be unit, and ``t`` is
+            measured along them as given.
+        radius : float or (N,) float
+            The sphere's radius, finite and ``>= 0``, one for all or one per ray.
+        tmin, tmax : float
+            The window of ``t`` searched, ``0 <= tmin <= tmax``; tmax may be inf.
+
+        Returns
+        -------
+        SphereHits
+            Arrays of length N; ``triangle`` is -1 and ``t`` inf on a miss.
+            Of faces touched at the same ``t``, one is reported.
+        """
+        origins, directions = check_rays(origins, directions)
+        tmin, tmax = check_window(tmin, tmax)
+        n = origins.shape[0]
+        radius = check_radius(radius, n)
+        arrays = self._arrays
+        rows = np.full(n, -1, np.int32)
+        t = np.full(n, np.inf)
+        u, v = np.full((2, n), np.nan)
+        point, center, normal = np.full((3, n, 3), np.nan)
+        if arrays.triangles.shape[0] > 0 and n > 0:
+            kernel = sphere_cast.mesh_sphere_casts_serial if n <= SERIAL_BATCH else sphere_cast.mesh_sphere_casts
+            kernel(arrays.nodes.reshape(-1), arrays.links.reshape(-1), arrays.triangles.reshape(-1), arrays.offset,
+                   origins, directions, radius, tmin, min(tmax, FAR), rows, t, u, v, point, center, normal)
+        triangle = np.full(n, -1, np.int64)
+        found = rows >= 0
+        triangle[found] = arrays.face_index[rows[found]]
+        return SphereHits(triangle, t, point, center, normal, u, v)
 
 
     def overlap(self, shape) -> np.ndarray:

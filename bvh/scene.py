@@ -26,14 +26,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import closest_point as closest_point_kernels, overlap as overlap_kernels, scene_kernels
+from . import (closest_point as closest_point_kernels, overlap as overlap_kernels, scene_kernels,
+               sphere_cast as sphere_cast_kernels)
 from .scene_kernels import SceneArrays
 from ._jit import FAR
 from .builder import binned_sah_build
 from .frustum import (INSIDE, OUTSIDE, all_triangles_within_frustum, any_triangle_in_frustum, boxes_in_frustum,
                       planes_to_object_space, triangles_in_frustum, triangles_within_frustum)
 from .config import BuildConfig
-from .hits import SceneAllHits, SceneClosestPoints, SceneHits, Selection, dot_rows, face_normals, unit_rows
+from .hits import (SceneAllHits, SceneClosestPoints, SceneHits, SceneSphereHits, Selection, dot_rows, face_normals,
+                   unit_rows)
 from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, freeze, mesh_inputs, refit_chunk, \
     replace
 from .refit import check_refit_vertices
@@ -41,8 +43,8 @@ from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, ali
     outward_float32
 from .placement import transformed_boxes as _transformed_boxes
 from .shapes import BOX, KIND_NAMES, MESH, POLYGON, QUAD, REMOVED, SPHERE, make_shape
-from .validation import (MAX_MESH_EXTENT, check_max_distance, check_mesh, check_points, check_rays, check_window,
-                         real_array)
+from .validation import (MAX_MESH_EXTENT, check_max_distance, check_mesh, check_points, check_radius, check_rays,
+                         check_window, real_array)
 
 _log = logging.getLogger("bvh")
 
@@ -1567,6 +1569,61 @@ class Scene:
                 normal[on_mesh] = unit_rows(np.einsum("nji,nj->ni", linear_inv, local))
         shading_normal, uv = self._interpolate(snap, objects_out, mesh, triangle, u, v, normal)
         return SceneClosestPoints(objects_out, mesh, triangle, nearest, distance, u, v, normal, shading_normal, uv)
+
+    def sphere_cast(self, origins, directions, radius, tmin=0.0, tmax=np.inf, mask=ALL_BITS, objects=None,
+                    exclude=None) -> SceneSphereHits:
+        """First contact of a sphere of ``radius`` swept along each world ray.
+
+        The sphere's centre moves along ``origin + t * direction``; the
+        result is the smallest ``t`` in ``[tmin, tmax]`` at which it touches
+        a surface (``tmin`` if it already does). The same walk as
+        :meth:`intersect`, with boxes grown by the radius (by an upper bound
+        of its size in each object's space), and the leaves testing the
+        sphere against each triangle mapped to the world
+        (:mod:`bvh.sphere_cast`): distances are world distances, also in
+        non-uniformly scaled or sheared instances. Shapes answer too: a
+        sphere (exact under a rotation and uniform scale; an ellipsoid
+        otherwise, by conservative advancement, see
+        ``bvh.sphere_cast._swept_ellipsoid``), a box, a quad, a polygon.
+
+        Parameters
+        ----------
+        origins, directions : (N, 3) or (3,) float
+            The centre's world path; directions need not be unit.
+        radius : float or (N,) float
+            World radius, finite and ``>= 0``, one for all or one per ray.
+        tmin, tmax : float
+            The window of ``t`` searched, ``0 <= tmin <= tmax``; tmax may be inf.
+        mask, objects, exclude
+            Which objects are touched, as in :meth:`intersect`.
+
+        Returns
+        -------
+        SceneSphereHits
+            Arrays of length N; ``object`` is -1 and ``t`` inf on a miss.
+        """
+        origins, directions = check_rays(origins, directions)
+        tmin, tmax = check_window(tmin, tmax)
+        n = origins.shape[0]
+        radius = check_radius(radius, n)
+        snap = self._snapshot()
+        enabled = self._enabled(snap, mask, objects, exclude)
+        objects_out = np.full(n, -1, np.int64)
+        rows = np.full(n, -1, np.int32)
+        t = np.full(n, np.inf)
+        u, v = np.full((2, n), np.nan)
+        point, center, normal = np.full((3, n, 3), np.nan)
+        if snap.traceable and n > 0:
+            kernel = sphere_cast_kernels.scene_sphere_casts_serial if n <= SERIAL_BATCH \
+                else sphere_cast_kernels.scene_sphere_casts
+            kernel(snap.with_enabled(enabled), origins, directions, radius, tmin, min(tmax, FAR), objects_out, rows,
+                   t, u, v, point, center, normal)
+        on_mesh = (objects_out >= 0) & (rows >= 0)
+        mesh = np.full(n, -1, np.int64)
+        triangle = np.full(n, -1, np.int64)
+        mesh[on_mesh] = snap.mesh_of[objects_out[on_mesh]]
+        triangle[on_mesh] = snap.arrays.face_index[rows[on_mesh]]
+        return SceneSphereHits(objects_out, mesh, triangle, t, point, center, normal, u, v)
 
     def occluded(self, origins, directions, tmin=0.0, tmax=np.inf, mask=ALL_BITS, objects=None,
                  exclude=None) -> np.ndarray:

@@ -74,9 +74,14 @@ def _slab_vector(context, builder, data, offsets, values):
 
     ``data`` points at the flat float32 nodes; ``offsets`` are the flat
     offsets of the near x, y, z and far x, y, z planes (each four adjacent
-    floats, one per child); ``values`` are ``oix, oiy, oiz, ix, iy, iz, tmin,
-    tmax`` as doubles. Returns ``(entry, entered)``: the entry distances (MISS
-    where not entered) and the ``<4 x i1>`` mask of the children entered.
+    floats, one per child); ``values`` are ``near_oix, near_oiy, near_oiz,
+    far_oix, far_oiy, far_oiz, ix, iy, iz, tmin, tmax`` as doubles: the
+    ``o * i`` subtracted on the near and on the far planes. A ray passes the
+    same values for both (the same IR values, so the same code as one);
+    a swept sphere shifts its origin by the radius towards each plane
+    (:func:`visit_swept`). Returns ``(entry, entered)``: the entry distances
+    (MISS where not entered) and the ``<4 x i1>`` mask of the children
+    entered.
     """
     f64 = ir.DoubleType()
     v4f = ir.VectorType(ir.FloatType(), 4)
@@ -100,12 +105,21 @@ def _slab_vector(context, builder, data, offsets, values):
     def vmin(a, b):
         return builder.select(builder.fcmp_ordered("<", a, b), a, b)
 
-    oix, oiy, oiz, ix, iy, iz, tmin, tmax = [splat(v) for v in values]
-    minus_oix, minus_oiy, minus_oiz = [builder.fneg(v) for v in (oix, oiy, oiz)]
-    near = vmax(vmax(plane(offsets[0], ix, minus_oix), plane(offsets[1], iy, minus_oiy)),
-                vmax(plane(offsets[2], iz, minus_oiz), tmin))
-    far = vmin(plane(offsets[3], ix, minus_oix), plane(offsets[4], iy, minus_oiy))
-    far = builder.fmul(vmin(far, plane(offsets[5], iz, minus_oiz)), splat(f64(IZE_FAR_SCALE)))
+    # Each distinct value splatted and negated once: a ray's near and far
+    # planes share their o * i.
+    negated = {}
+
+    def minus(value):
+        if id(value) not in negated:
+            negated[id(value)] = builder.fneg(splat(value))
+        return negated[id(value)]
+
+    ix, iy, iz, tmin, tmax = [splat(v) for v in values[6:]]
+    near_x, near_y, near_z, far_x, far_y, far_z = [minus(v) for v in values[:6]]
+    near = vmax(vmax(plane(offsets[0], ix, near_x), plane(offsets[1], iy, near_y)),
+                vmax(plane(offsets[2], iz, near_z), tmin))
+    far = vmin(plane(offsets[3], ix, far_x), plane(offsets[4], iy, far_y))
+    far = builder.fmul(vmin(far, plane(offsets[5], iz, far_z)), splat(f64(IZE_FAR_SCALE)))
     entered = builder.fcmp_ordered("<=", near, vmin(far, tmax))
     return builder.select(entered, near, splat(f64(MISS))), entered
 
@@ -220,10 +234,39 @@ def _visit_node(typingctx, nodes, links, stack_first, stack_count, stack_t, sp, 
             for k, kind in enumerate((ir.FloatType(), ir.IntType(32), ir.IntType(32), ir.IntType(32),
                                       ir.DoubleType()))]
         sp, base = [context.cast(builder, args[k], types_in[k], types.int64) for k in (5, 6)]
+        oi = [context.cast(builder, args[k], types_in[k], types.float64) for k in range(13, 16)]
+        entry, entered = _slab_vector(context, builder, node_data,
+                                      [context.cast(builder, args[k], types_in[k], types.intp) for k in range(7, 13)],
+                                      oi + oi + [context.cast(builder, args[k], types_in[k], types.float64)
+                                                 for k in range(16, 21)])
+        return _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base,
+                            entry, entered)
+
+    return sig, codegen
+
+
+@intrinsic
+def _visit_node_swept(typingctx, nodes, links, stack_first, stack_count, stack_t, sp, base, near_x, near_y, near_z,
+                      far_x, far_y, far_z, near_oix, near_oiy, near_oiz, far_oix, far_oiy, far_oiz, ix, iy, iz, tmin,
+                      tmax):
+    """:func:`_visit_node` with separate ``o * i`` values for the near and
+    the far planes (:func:`_slab_vector`): the slab test of a ray whose
+    origin moves towards each plane, as a swept sphere's does."""
+    sig = types.Tuple((types.int64, types.int32, types.int32, types.boolean))(
+        nodes, links, stack_first, stack_count, stack_t, sp, base, near_x, near_y, near_z, far_x, far_y, far_z,
+        near_oix, near_oiy, near_oiz, far_oix, far_oiy, far_oiz, ix, iy, iz, tmin, tmax)
+
+    def codegen(context, builder, signature, args):
+        types_in = signature.args
+        node_data, link_data, first_data, count_data, t_data = [
+            builder.inttoptr(context.cast(builder, args[k], types_in[k], types.uintp), kind.as_pointer())
+            for k, kind in enumerate((ir.FloatType(), ir.IntType(32), ir.IntType(32), ir.IntType(32),
+                                      ir.DoubleType()))]
+        sp, base = [context.cast(builder, args[k], types_in[k], types.int64) for k in (5, 6)]
         entry, entered = _slab_vector(context, builder, node_data,
                                       [context.cast(builder, args[k], types_in[k], types.intp) for k in range(7, 13)],
                                       [context.cast(builder, args[k], types_in[k], types.float64)
-                                       for k in range(13, 21)])
+                                       for k in range(13, 24)])
         return _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base,
                             entry, entered)
 
@@ -325,6 +368,40 @@ def visit_node(nodes, links, ray_consts, tmin, tmax, node, sp, stack_first, stac
                        base + (MIN_Z + MAX_Z) - near_z, oix, oiy, oiz, ix, iy, iz, tmin, tmax)
 
 
+@jit_inline
+def visit_swept(nodes, links, consts, window, tmax, node, sp, stack_first, stack_count, stack_t):
+    """:func:`visit_node` for a sphere of radius ``r`` swept along the ray:
+    the slab test against each child's box grown by ``r`` on every side,
+    which holds the Minkowski sum of the box and the sphere, so the bound is
+    conservative (it admits the box's rounded corners' corners too).
+
+    Growing the box is moving the origin: for an axis with ``i >= 0`` the
+    near plane's distance is ``(min - r - o) i = min i - (o + r) i`` and the
+    far plane's ``max i - (o - r) i``, mirrored for ``i < 0``; both are
+    ``o i +- r |i|``. Ize's far factor stays; the one more rounding of
+    ``o i + r |i|`` is covered by the padding in ``consts[15]``.
+
+    ``consts`` starts with :func:`ray_setup`'s fifteen values of the ray in
+    this tree's space, then ``consts[15]``, a factor from world radii to an
+    upper bound of their size in this space (padded by a few parts in 1e12).
+    ``window`` is the sphere cast's per-ray tuple (``bvh.sphere_cast``):
+    ``window[0]`` is ``tmin``, ``window[1]`` the world radius. With radius 0
+    this is :func:`visit_node`'s test.
+    """
+    ix, iy, iz, oix, oiy, oiz = consts[6], consts[7], consts[8], consts[9], consts[10], consts[11]
+    near_x, near_y, near_z = consts[12], consts[13], consts[14]
+    grown = window[1] * consts[15]
+    gx = grown * abs(ix)
+    gy = grown * abs(iy)
+    gz = grown * abs(iz)
+    base = node * ROW
+    return _visit_node_swept(nodes.ctypes.data, links.ctypes.data, stack_first.ctypes.data, stack_count.ctypes.data,
+                             stack_t.ctypes.data, sp, base, base + near_x, base + near_y, base + near_z,
+                             base + (MIN_X + MAX_X) - near_x, base + (MIN_Y + MAX_Y) - near_y,
+                             base + (MIN_Z + MAX_Z) - near_z, oix + gx, oiy + gy, oiz + gz, oix - gx, oiy - gy,
+                             oiz - gz, ix, iy, iz, window[0], tmax)
+
+
 #: Shrinks a point query's distance bound in an instance by far more than
 #: its rounding (a few float64 ulps), so the bound stays below the world
 #: distance it stands for even where it is tight (a rigid or uniformly
@@ -414,6 +491,11 @@ def make_step(leaf_test, visit=visit_node):
     value, so the call is static, can be inlined, and the kernel can be
     cached. A walk is a loop of steps until one says it is done; a caller may
     run the steps of several rays in turns (see ``kernels._closest_block``).
+
+    The walk hands ``tmin`` to ``visit`` and ``leaf_test`` untouched and
+    never reads it itself, so a query that needs more per-ray values than
+    the six its setup is made from may pass a tuple there: a sphere cast
+    passes ``(tmin, radius, ...)`` (:mod:`bvh.sphere_cast`).
     """
 
     @jit_inline
@@ -512,7 +594,9 @@ def make_instance_walk(mesh_leaf, shape_leaf, setup=ray_setup, object_setup=obje
     and ``directions``), ``object_setup(inverse, o, x0, .., x5)`` makes them
     in object ``o``'s space, and ``visit`` is the node bound. Rays:
     :func:`ray_setup`, :func:`object_ray_setup`, :func:`visit_node`; points:
-    :func:`point_setup`, :func:`object_point_setup`, :func:`visit_point`.
+    :func:`point_setup`, :func:`object_point_setup`, :func:`visit_point`;
+    swept spheres: ``bvh.sphere_cast``'s setups and :func:`visit_swept`, with
+    a per-ray tuple in place of ``tmin`` (see :func:`make_step`).
 
     ``mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj)``
     is a mesh leaf test told the query's constants in the object's space and

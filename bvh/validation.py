@@ -136,6 +136,26 @@ def check_max_distance(max_distance) -> float:
     return value
 
 
+def check_radius(radius, n: int) -> np.ndarray:
+    """A sphere cast's radius: one number, or one per ray (``(N,)``), each
+    finite and ``>= 0``; returns ``(N,)`` float64."""
+    array = real_array("radius", radius)
+    if array.ndim == 0:
+        array = np.full(n, array, np.float64)
+    elif array.shape != (n,):
+        raise ValueError(f"radius must be one number or one per ray, shape ({n},), got shape {array.shape}")
+    array = np.ascontiguousarray(array, dtype=np.float64)
+    finite = np.isfinite(array)
+    if not finite.all():
+        row = _first_bad_row(~finite)
+        raise ValueError(f"radius must be finite, got {float(array[row])!r} (row {row})")
+    negative = array < 0.0
+    if negative.any():
+        row = _first_bad_row(negative)
+        raise ValueError(f"radius must be >= 0, got {float(array[row])!r} (row {row})")
+    return array
+
+
 def check_window(tmin, tmax) -> tuple[float, float]:
     """Validate the ray interval ``[tmin, tmax]``; ``tmax`` may be inf."""
     try:
