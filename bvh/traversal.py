@@ -404,6 +404,21 @@ def visit_point(nodes, links, consts, tmin, tmax, node, sp, stack_first, stack_c
                              consts[6], tmax)
 
 
+def _answer_visit(visit):
+    """``visit`` with the parameters ``ray, out`` (see :func:`make_step`):
+    as it is if it has them, else wrapped, so that a bound written without
+    them (ten parameters, as every bound was before the winding number's)
+    serves unchanged."""
+    if visit.py_func.__code__.co_argcount == 12:
+        return visit
+
+    @jit_inline
+    def answering(nodes, links, consts, tmin, tmax, node, sp, stack_first, stack_count, stack_t, ray, out):
+        return visit(nodes, links, consts, tmin, tmax, node, sp, stack_first, stack_count, stack_t)
+
+    return answering
+
+
 def make_step(leaf_test, visit=visit_node):
     """One step of a walk of one four-wide tree, specialised to ``leaf_test``
     and to the node bound ``visit`` (:func:`visit_node` for rays,
@@ -423,8 +438,10 @@ def make_step(leaf_test, visit=visit_node):
     handed the leaf test's ``ray`` and ``out`` too, so that a bound can add
     a child's share to the query's answer instead of entering it (the far
     nodes of a winding number, :mod:`bvh.winding`); the ray and point bounds
-    ignore them, and inlined, unused, they cost nothing.
+    ignore them, and inlined, unused, they cost nothing. A bound without
+    them (ten parameters) is adapted (:func:`_answer_visit`).
     """
+    visit = _answer_visit(visit)
 
     @jit_inline
     def step(nodes, links, tris, ray_consts, tmin, tmax, first, count, sp, ray, out, stack_first, stack_count, stack_t):
@@ -535,6 +552,7 @@ def make_instance_walk(mesh_leaf, shape_leaf, setup=ray_setup, object_setup=obje
     fifteen arrays made numba count references to each of them on every
     node (measured: a third of a bare mesh's rate on a one-object scene).
     """
+    visit = _answer_visit(visit)
 
     @jit_inline
     def walk(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,

@@ -30,7 +30,7 @@ through the walk's ``out``) and a new leaf test (:func:`winding_leaf`).
 Accuracy. The dipole term is the first of Barill's expansion; its error on
 a child is of order ``r / |c - q|`` of the child's solid angle. Measured on
 points in the boxes of the shared meshes (``bench.contains``), the sum is
-within 0.083 of the exact one at worst, 0.005 in the median. Only the
+within 0.084 of the exact one at worst, 0.005 in the median. Only the
 decision at 1/2 must be exact, so a point whose value lies within
 ``MARGINS[k]`` of 1/2 is evaluated again with the next, larger ``beta``
 (``PASSES``), and within the last margin exactly (every triangle). Each
@@ -75,7 +75,7 @@ BETA = 2.0
 
 #: ``beta^2`` of each evaluation pass, and how near 1/2 a pass's value must
 #: be for the next pass to run. The error falls as ``1 / beta^2`` or faster
-#: (worst cases measured: 0.083 at beta 2 on the shared meshes; 0.0028 at
+#: (worst cases measured: 0.084 at beta 2 on the shared meshes; 0.0028 at
 #: 8 and 0.000075 at 32 on the bunny), and a pass costs up to ``beta^2``
 #: times the first; the last pass (infinite beta: no child is far) sums
 #: every triangle exactly, some 5 ms a point on the bunny, so it runs only

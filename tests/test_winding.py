@@ -21,7 +21,7 @@ from tests.reference_proximity import winding_numbers
 
 #: How far the hierarchical winding number may be from the exact one away
 #: from the surface: the first-order (dipole) approximation with beta = 2
-#: measures up to 0.083 on the shared meshes (bench.contains).
+#: measures up to 0.084 on the shared meshes (bench.contains).
 WINDING_TOLERANCE = 0.1
 
 #: Oracle values this close to 1/2 are on the surface within rounding.
