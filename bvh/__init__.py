@@ -16,7 +16,8 @@ from ._jit import end_cache_scope
 from . import camera, frustum, primitives
 from .config import BuildConfig
 from .camera import Camera
-from .hits import AllHits, Hits, SceneAllHits, SceneHits, SceneSphereHits, Selection, SphereHits
+from .hits import (AllHits, ClosestPoints, Hits, SceneAllHits, SceneClosestPoints, SceneContains, SceneHits,
+                   SceneSphereHits, Selection, SphereHits)
 from .loader import load, read_scene_description, supported_file_types
 from .mesh_bvh import MeshBVH, build
 from .scene import MeshInfo, ObjectInfo, ObjectRows, Scene, UnknownIdError
@@ -24,6 +25,6 @@ from .tree import Tree
 
 end_cache_scope()
 
-__all__ = ["AllHits", "BuildConfig", "Camera", "Hits", "MeshBVH", "MeshInfo", "ObjectInfo", "ObjectRows", "Scene", "SceneAllHits",
-           "SceneHits", "SceneSphereHits", "Selection", "SphereHits", "Tree", "UnknownIdError", "build", "camera", "frustum",
+__all__ = ["AllHits", "BuildConfig", "Camera", "ClosestPoints", "Hits", "MeshBVH", "MeshInfo", "ObjectInfo", "ObjectRows",
+           "Scene", "SceneAllHits", "SceneClosestPoints", "SceneContains", "SceneHits", "SceneSphereHits", "Selection", "SphereHits", "Tree", "UnknownIdError", "build", "camera", "frustum",
            "load", "primitives", "read_scene_description", "supported_file_types"]

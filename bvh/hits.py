@@ -366,6 +366,37 @@ class SceneSphereHits:
 
 
 @dataclass(frozen=True)
+class SceneContains:
+    """Which object of a scene holds each of N world points
+    (``Scene.contains``).
+
+    A mesh object holds a point when its winding number there, taken in the
+    object's own space, is at least 1/2 (``MeshBVH.contains``); a sphere or
+    a box when the point is in it or on its surface; a quad or a polygon,
+    being open, never. Only objects whose world box holds the point are
+    asked, so an open mesh holds nothing outside its box.
+
+    Of several objects holding a point, ``object`` is the one whose winding
+    number rounds to the largest integer (the one wrapping the point most
+    often: 2 where a mesh overlaps itself, 1 for a shape), ties going to the
+    lowest id: rounding of the numbers themselves cannot change the answer.
+
+    Attributes
+    ----------
+    inside : (N,) bool
+        Whether any searched object holds the point.
+    object : (N,) int64
+        The object holding it, by the rule above; -1 for none.
+    """
+
+    inside: np.ndarray
+    object: np.ndarray
+
+    def __len__(self) -> int:
+        return self.object.shape[0]
+
+
+@dataclass(frozen=True)
 class Selection:
     """What a frustum selection found.
 

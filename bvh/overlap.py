@@ -369,7 +369,7 @@ def _box_may_touch(record, kind, lx, ly, lz, hx, hy, hz):
 
 
 @jit_inline
-def visit_overlap(nodes, links, consts, tmin, tmax, node, sp, stack_first, stack_count, stack_t):
+def visit_overlap(nodes, links, consts, tmin, tmax, node, sp, stack_first, stack_count, stack_t, ray, out):
     """The node bound of an overlap query (``consts[0]`` is the record in
     the tree's space): go to the first child that may touch the solid and
     push the others, key 0.0 (the walk's ``tmax`` is 1.0, so every pushed

@@ -27,15 +27,15 @@ from typing import NamedTuple
 import numpy as np
 
 from . import (closest_point as closest_point_kernels, overlap as overlap_kernels, scene_kernels,
-               sphere_cast as sphere_cast_kernels)
+               sphere_cast as sphere_cast_kernels, winding)
 from .scene_kernels import SceneArrays
 from ._jit import FAR
 from .builder import binned_sah_build
 from .frustum import (INSIDE, OUTSIDE, all_triangles_within_frustum, any_triangle_in_frustum, boxes_in_frustum,
                       planes_to_object_space, triangles_in_frustum, triangles_within_frustum)
 from .config import BuildConfig
-from .hits import (SceneAllHits, SceneClosestPoints, SceneHits, SceneSphereHits, Selection, dot_rows, face_normals,
-                   unit_rows)
+from .hits import (SceneAllHits, SceneClosestPoints, SceneContains, SceneHits, SceneSphereHits, Selection, dot_rows,
+                   face_normals, unit_rows)
 from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, freeze, mesh_inputs, refit_chunk, \
     replace
 from .refit import check_refit_vertices
@@ -730,6 +730,10 @@ class Scene:
         #: order they captured the scene; held without ``_lock`` while writing.
         self._save_lock = threading.Lock()
         self._annotations: dict = {}
+        #: ``(pack, dipoles)``: the winding number's per-node data of every
+        #: packed tree (``bvh.winding``), made on the first inside/outside
+        #: query after the meshes change, never saved.
+        self._dipole_cache = None
 
     # ------------------------------------------------------------- meshes
     def add_mesh(self, vertices, faces, normals=None, uvs=None, name=None, source_face=None, **build_options) -> int:
@@ -1624,6 +1628,76 @@ class Scene:
         mesh[on_mesh] = snap.mesh_of[objects_out[on_mesh]]
         triangle[on_mesh] = snap.arrays.face_index[rows[on_mesh]]
         return SceneSphereHits(objects_out, mesh, triangle, t, point, center, normal, u, v)
+    def _dipoles(self, pack: MeshPack) -> np.ndarray:
+        """The dipole data of every tree of ``pack`` (:mod:`bvh.winding`),
+        one pass over the packed rows; kept until the meshes change, which
+        makes a new pack. Derived data, so not saved: a scene opened from
+        disk makes it on its first inside/outside query."""
+        cached = self._dipole_cache
+        if cached is not None and cached[0] is pack:
+            return cached[1]
+        dipoles = winding.dipole_rows(pack.nodes, pack.tris)
+        if dipoles.shape[0] == 0:
+            dipoles = np.zeros(1)
+        self._dipole_cache = (pack, dipoles)
+        return dipoles
+
+    def contains(self, points, mask=ALL_BITS, objects=None, exclude=None) -> SceneContains:
+        """Which object, if any, holds each world point.
+
+        Each object whose world box holds the point answers in its own
+        space, where an affine map keeps inside and outside: a mesh by its
+        winding number (``MeshBVH.contains``, the same in a scaled, sheared
+        or mirrored instance: a mirror turns the surface inside out in the
+        world, not in the object), a sphere or a box exactly; quads and
+        polygons are open and hold nothing. See :class:`SceneContains` for
+        the rule among several objects and for open meshes.
+
+        Parameters
+        ----------
+        points : (N, 3) or (3,) float
+            World points.
+        mask, objects, exclude
+            Which objects are searched, as in :meth:`intersect`.
+
+        Returns
+        -------
+        SceneContains
+        """
+        points = check_points(points)
+        snap = self._snapshot()
+        enabled = self._enabled(snap, mask, objects, exclude)
+        n = points.shape[0]
+        found = np.full(n, -1, np.int64)
+        if snap.traceable and n > 0:
+            dipoles = self._dipoles(snap.pack)
+            kernel = winding.scene_contains_serial if n <= SERIAL_BATCH else winding.scene_contains
+            kernel(snap.with_enabled(enabled), dipoles, points, np.empty(n), np.empty(n), found)
+        return SceneContains(found >= 0, found)
+
+    def signed_distance(self, points, max_distance=np.inf, mask=ALL_BITS, objects=None,
+                        exclude=None) -> np.ndarray:
+        """World distance from each point to the nearest searched surface
+        (:meth:`closest_point`), negative inside any searched object
+        (:meth:`contains`).
+
+        Parameters
+        ----------
+        points : (N, 3) or (3,) float
+        max_distance : float
+            Search radius in world units (inf: no limit); beyond it the
+            answer is inf, or -inf inside.
+        mask, objects, exclude
+            Which objects are searched, as in :meth:`intersect`.
+
+        Returns
+        -------
+        (N,) float64
+        """
+        points = check_points(points)
+        distance = self.closest_point(points, max_distance, mask, objects, exclude).distance
+        inside = self.contains(points, mask, objects, exclude).inside
+        return np.where(inside, -distance, distance)
 
     def occluded(self, origins, directions, tmin=0.0, tmax=np.inf, mask=ALL_BITS, objects=None,
                  exclude=None) -> np.ndarray:

@@ -356,10 +356,12 @@ def ray_setup(ox, oy, oz, dx, dy, dz):
 
 
 @jit_inline
-def visit_node(nodes, links, ray_consts, tmin, tmax, node, sp, stack_first, stack_count, stack_t):
+def visit_node(nodes, links, ray_consts, tmin, tmax, node, sp, stack_first, stack_count, stack_t, ray, out):
     """Test the four children of node row ``node`` against the ray and choose
     what to visit next (:func:`_visit_node`): ``(sp, first, count, found)``,
-    ``found`` False when the ray enters no child."""
+    ``found`` False when the ray enters no child. ``ray`` and ``out`` (the
+    leaf test's) are not read: a bound that accumulates into the query's
+    answer, as the winding number's does (:mod:`bvh.winding`), needs them."""
     ox, oy, oz, dx, dy, dz, ix, iy, iz, oix, oiy, oiz, near_x, near_y, near_z = ray_consts
     base = node * ROW
     return _visit_node(nodes.ctypes.data, links.ctypes.data, stack_first.ctypes.data, stack_count.ctypes.data,
@@ -369,7 +371,7 @@ def visit_node(nodes, links, ray_consts, tmin, tmax, node, sp, stack_first, stac
 
 
 @jit_inline
-def visit_swept(nodes, links, consts, window, tmax, node, sp, stack_first, stack_count, stack_t):
+def visit_swept(nodes, links, consts, window, tmax, node, sp, stack_first, stack_count, stack_t, ray, out):
     """:func:`visit_node` for a sphere of radius ``r`` swept along the ray:
     the slab test against each child's box grown by ``r`` on every side,
     which holds the Minkowski sum of the box and the sphere, so the bound is
@@ -469,7 +471,7 @@ def object_point_setup(inverse, o, px, py, pz, unused_x, unused_y, unused_z):
 
 
 @jit_inline
-def visit_point(nodes, links, consts, tmin, tmax, node, sp, stack_first, stack_count, stack_t):
+def visit_point(nodes, links, consts, tmin, tmax, node, sp, stack_first, stack_count, stack_t, ray, out):
     """:func:`visit_node` for a point query (:func:`point_setup`'s ``consts``):
     ``tmax`` is the squared world distance of the nearest surface so far,
     children are entered nearest first and pruned beyond it."""
@@ -496,6 +498,13 @@ def make_step(leaf_test, visit=visit_node):
     never reads it itself, so a query that needs more per-ray values than
     the six its setup is made from may pass a tuple there: a sphere cast
     passes ``(tmin, radius, ...)`` (:mod:`bvh.sphere_cast`).
+    ``visit(nodes, links, consts, tmin, tmax, node, sp, stack_first,
+    stack_count, stack_t, ray, out)`` returns ``(sp, first, count, found)``:
+    it pushes the children to visit later and names the next one. It is
+    handed the leaf test's ``ray`` and ``out`` too, so that a bound can add
+    a child's share to the query's answer instead of entering it (the far
+    nodes of a winding number, :mod:`bvh.winding`); the ray and point bounds
+    ignore them, and inlined, unused, they cost nothing.
     """
 
     @jit_inline
@@ -518,7 +527,7 @@ def make_step(leaf_test, visit=visit_node):
                 return first, count, sp, tmax, True
         else:
             sp, child_first, child_count, found = visit(nodes, links, ray_consts, tmin, tmax, first, sp,
-                                                        stack_first, stack_count, stack_t)
+                                                        stack_first, stack_count, stack_t, ray, out)
             if found:
                 return child_first, child_count, sp, tmax, False
         while sp > 0:
@@ -643,10 +652,10 @@ def make_instance_walk(mesh_leaf, shape_leaf, setup=ray_setup, object_setup=obje
             else:
                 if mark >= 0:
                     sp, child_first, child_count, found = visit(nodes, links, consts, tmin, tmax, first, sp,
-                                                                stack_first, stack_count, stack_t)
+                                                                stack_first, stack_count, stack_t, ray, out)
                 else:
                     sp, child_first, child_count, found = visit(top_nodes, top_links, consts, tmin, tmax, first, sp,
-                                                                stack_first, stack_count, stack_t)
+                                                                stack_first, stack_count, stack_t, ray, out)
                 if found:
                     first, count = child_first, child_count
                     continue
