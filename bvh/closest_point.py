@@ -514,7 +514,8 @@ def _mesh_block(nodes, links, tris, offset, points, limit, start, end, rows, d2,
 @jit
 def mesh_closest_points_serial(nodes, links, tris, offset, points, limit, rows, d2, u, v, nearest):
     """:func:`mesh_closest_points` on the calling thread, for a few points."""
-    _mesh_block(nodes, links, tris, offset, points, limit, 0, points.shape[0], rows, d2, u, v, nearest)
+    # A typed 0: a literal would give the block a second signature to compile.
+    _mesh_block(nodes, links, tris, offset, points, limit, np.int64(0), points.shape[0], rows, d2, u, v, nearest)
 
 
 @jit_parallel
@@ -555,7 +556,7 @@ def _scene_block(scene, points, limit, start, end, objects, rows, d2, u, v, near
 @jit
 def scene_closest_points_serial(scene, points, limit, objects, rows, d2, u, v, nearest, normal):
     """:func:`scene_closest_points` on the calling thread, for a few points."""
-    _scene_block(scene, points, limit, 0, points.shape[0], objects, rows, d2, u, v, nearest, normal)
+    _scene_block(scene, points, limit, np.int64(0), points.shape[0], objects, rows, d2, u, v, nearest, normal)
 
 
 @jit_parallel

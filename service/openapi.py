@@ -67,6 +67,12 @@ EXAMPLES = {
                             "width": 64, "height": 48, "pixels": [[32, 24]]}},
     "closest": {"two points": {"points": [[0.25, 0.25, 1], [2, 2, 0]]},
                 "within a radius": {"points": [[0.25, 0.25, 1]], "max_distance": 2, "mask": 1}},
+    "sphere_cast": {"two casts": {"origins": [[0.25, 0.25, 1], [5, 5, 1]], "directions": [[0, 0, -1], [0, 0, -1]],
+                                  "radius": 0.1}},
+    "contains": {"two points": {"points": [[0.25, 0.25, 1], [2, 2, 0]], "signed_distance": True}},
+    "overlap": {"a sphere": {"shape": {"kind": "sphere", "center": [0.25, 0.25, 0.5], "radius": 1}},
+                "a box's triangles": {"shape": {"kind": "aabb", "min": [0, 0, -1], "max": [1, 1, 1]},
+                                      "mode": "triangles"}},
     "select": {"objects": {**_CAMERA, "rect": [0, 0, 64, 48]},
                "triangles": {**_CAMERA, "rect": [16, 12, 48, 36], "mode": "triangles"}},
 }

@@ -6,8 +6,9 @@ The work comes in steps (:func:`stages`), in two stages:
 - the **pick path** — building a scene (uploads), single picks, batch picks,
   camera picks, on a scene saved and memory-mapped back as the service keeps
   them — which the service runs at start-up before ``/ready`` turns 200;
-- the **rest** — occlusion, every-hit picks, selections, edits, scenes of
-  thousands of objects — which it runs afterwards on a background thread.
+- the **rest** — occlusion, every-hit picks, selections, edits, proximity
+  queries, scenes of thousands of objects — which it runs afterwards on a
+  background thread.
 
 :class:`ServiceWarmUp` runs them for the service, with a log line per step.
 ``docker/warmup.py`` runs all of it (:func:`everything`) at image build time
@@ -151,6 +152,28 @@ def _sample_scene():
     return scene
 
 
+def _proximity(scene, rng: np.random.Generator) -> None:
+    """Closest points, sphere casts, containment and signed distances (few and many), and
+    overlaps of every kind of region, in both modes."""
+    lo, hi = np.asarray(scene.bounds, dtype=np.float64)
+    centre, size = (lo + hi) / 2, max(float(np.linalg.norm(hi - lo)), 1e-3)
+    for n in (1, MANY):
+        scene.closest_point(lo + rng.random((n, 3)) * (hi - lo))
+        origins, directions = _rays(scene.bounds, n, rng)
+        scene.sphere_cast(origins, directions, 0.01 * size)
+        inside = lo + rng.random((n, 3)) * (hi - lo)
+        scene.contains(inside)
+        scene.signed_distance(inside)
+    regions = [{"kind": "sphere", "center": centre, "radius": 0.1 * size},
+               {"kind": "aabb", "min": centre - 0.1 * size, "max": centre + 0.1 * size},
+               {"kind": "obb", "center": centre, "axes": np.eye(3), "half_size": [0.1 * size] * 3},
+               {"kind": "capsule", "a": lo, "b": hi, "radius": 0.01 * size},
+               {"kind": "convex", "planes": [[1.0, 0.0, 0.0, -float(centre[0])]]}]
+    for region in regions:
+        scene.overlap(region)
+        scene.overlap(region, triangles=True)
+
+
 def _crowd():
     """More than ``bvh.frustum.BLOCK`` one-triangle objects."""
     import bvh
@@ -236,6 +259,7 @@ def stages(rng: np.random.Generator) -> tuple[list[Step], list[Step]]:
             Step("every-hit picks", lambda: _query(scene(), rng, ("all",))),
             Step(f"queries over {CROWD} objects", lambda: _query(state["crowd"], rng)),
             Step("edits", edits),
+            Step("proximity queries", lambda: _proximity(scene(), rng)),
             Step("orthographic camera", lambda: _orthographic(rng))]
     return pick_path, rest
 
@@ -264,6 +288,8 @@ def group(name: str, rng: np.random.Generator) -> None:
         _select(_sample_scene(), rng, pick=False)
         _select(_crowd(), rng, each_object=False, pick=False)
         _orthographic(rng)
+    elif name == "proximity":
+        _proximity(_sample_scene(), rng)
     elif name == "mesh":
         _bare_mesh(rng)
     else:

@@ -38,15 +38,22 @@ def _select(stored, body, settings) -> bytes:
         selection, view = stored.consistent(lambda scene: scene.select(
             planes, mode=body.mode, mask=ALL_BITS if body.mask is None else body.mask, objects=body.objects,
             exclude=body.exclude, containment=body.containment))
+    return selection_answer(selection, view, body.mode, settings, "a selection",
+                            ": select a smaller rect, or in mode \"objects\"")
+
+
+def selection_answer(selection, view, mode: str, settings, what: str, advice: str) -> bytes:
+    """The JSON answer of a ``bvh.Selection``: objects, and in ``"triangles"`` mode each
+    mesh object's faces (``null`` for shapes); 413 past ``PICK_MAX_RESPONSE_MB``, worded
+    with ``what`` and ``advice``."""
     # Only the query tells how much is selected: checked before the answer is built.
     listed = selection.triangle[selection.triangle >= 0]
     selected = np.unique(selection.object).size
     response_limits.check(
         response_limits.selection(selected, listed.size, int(listed.max()) if listed.size else 0, view),
-        settings, f"a selection of {selected} objects and {listed.size} triangles",
-        ": select a smaller rect, or in mode \"objects\"")
+        settings, f"{what} of {selected} objects and {listed.size} triangles", advice)
     objects = selection.object.tolist()
-    if body.mode == "objects":
+    if mode == "objects":
         chosen = [{"id": oid, "name": view.objects[oid].name, "triangles": None} for oid in objects]
         return orjson.dumps({"objects": chosen})
     chosen = []
