@@ -8,7 +8,8 @@ with a temporary ``PICK_DATA_DIR`` unless ``--url`` is given):
 2. single-pick latency p50 and p99 at one connection (a blocking socket,
    one request at a time);
 3. a 100,000-ray binary batch in rays per second, against ``Scene.intersect``
-   in this process on the same mesh and the same rays;
+   in this process on the same mesh and the same rays, and likewise 100,000
+   points of a binary ``/closest`` against ``Scene.closest_point``;
 4. (started server only) restart with a saved ~1.3M-triangle scene: upload
    it, ``kill -9`` the server, start it again and time until ``/ready``.
 
@@ -279,6 +280,33 @@ def batch_rate(url: str, scene_id: str, origins: np.ndarray, directions: np.ndar
     return origins.shape[0] / best, hits
 
 
+def closest_rates(url: str, scene_id: str, mesh_path: Path, points: np.ndarray, repeats: int,
+                  auth: str | None = None) -> tuple[float, float]:
+    """``(over HTTP, in process)`` points per second of a binary ``/closest`` and of
+    ``Scene.closest_point`` on the same float32-rounded points."""
+    import bvh
+
+    body = points.astype("<f4").tobytes()
+    headers = {"Content-Type": "application/octet-stream", **({"Authorization": f"Bearer {auth}"} if auth else {})}
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        status, answer = request(url, "POST", f"/scenes/{scene_id}/closest", body, headers)
+        elapsed = time.perf_counter() - start
+        if status != 200 or len(answer) != 44 * points.shape[0]:
+            raise RuntimeError(f"closest failed: {status} {answer[:200]!r}")
+        best = min(best, elapsed)
+    scene = bvh.load(mesh_path)
+    rounded = points.astype(np.float32).astype(np.float64)
+    scene.closest_point(rounded[:1000])
+    local = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        scene.closest_point(rounded)
+        local = min(local, time.perf_counter() - start)
+    return points.shape[0] / best, points.shape[0] / local
+
+
 def in_process_rate(mesh_path: Path, origins: np.ndarray, directions: np.ndarray, repeats: int) -> float:
     import bvh
 
@@ -409,6 +437,11 @@ def main(argv=None) -> int:
         rows.append((f"binary batch, {BATCH_RAYS:,} rays over HTTP", f"{http_rate / 1e6:.2f} M rays/s",
                      f"{http_rate / local_rate:.2f}x in-process (bar >= 0.5)"))
         rows.append(("Scene.intersect in this process", f"{local_rate / 1e6:.2f} M rays/s", f"{hits:,} hits"))
+        points = lo + np.random.default_rng(6).random((BATCH_RAYS, 3)) * (hi - lo)
+        http_closest, local_closest = closest_rates(url, scene_id, mesh_path, points, 3, args.api_key)
+        rows.append((f"binary /closest, {BATCH_RAYS:,} points over HTTP", f"{http_closest / 1e6:.3f} M points/s",
+                     f"{http_closest / local_closest:.2f}x in-process (bar >= 0.5)"))
+        rows.append(("Scene.closest_point in this process", f"{local_closest / 1e6:.3f} M points/s", ""))
 
         restart = None
         if server is not None and not args.skip_restart:
