@@ -19,12 +19,13 @@ from .camera import Camera
 from .hits import (AllHits, ClosestPoints, Hits, SceneAllHits, SceneClosestPoints, SceneContains, SceneHits,
                    SceneSphereHits, Selection, SphereHits)
 from .loader import load, read_scene_description, supported_file_types
+from .materials import AlphaMaterial, MeshAlpha
 from .mesh_bvh import MeshBVH, build
 from .scene import MeshInfo, ObjectInfo, ObjectRows, Scene, UnknownIdError
 from .tree import Tree
 
 end_cache_scope()
 
-__all__ = ["AllHits", "BuildConfig", "Camera", "ClosestPoints", "Hits", "MeshBVH", "MeshInfo", "ObjectInfo", "ObjectRows",
+__all__ = ["AllHits", "AlphaMaterial", "BuildConfig", "Camera", "ClosestPoints", "Hits", "MeshAlpha", "MeshBVH", "MeshInfo", "ObjectInfo", "ObjectRows",
            "Scene", "SceneAllHits", "SceneClosestPoints", "SceneContains", "SceneHits", "SceneSphereHits", "Selection", "SphereHits", "Tree", "UnknownIdError", "build", "camera", "frustum",
            "load", "primitives", "read_scene_description", "supported_file_types"]

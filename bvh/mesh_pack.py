@@ -9,7 +9,8 @@ saved pack is reused as long as no mesh is added or moved.
 
 Besides the tree, the pack keeps what answers need and the tree does not:
 the vertices and faces as given (snapping, shading normals, texture
-coordinates) and each triangle's source polygon.
+coordinates) and each triangle's source polygon, and the alpha-tested
+faces' materials and masks (:mod:`bvh.materials`, read by :mod:`bvh.alpha`).
 """
 
 from typing import NamedTuple
@@ -19,6 +20,8 @@ import numpy as np
 from ._jit import MAX_DEPTH
 from .builder import binned_sah_build
 from .config import BuildConfig
+from .alpha import FACE_COLUMNS, HEIGHT, MATERIAL_COLUMNS, OFFSET, WIDTH
+from .materials import PackedAlpha, alpha_of_rows, pack_mesh_alpha
 from .node_layout import CHILD_COUNT, CHILD_FIRST, EMPTY_MIN, MAX_X, MIN_X, WIDTH, aligned_empty, \
     collapse_to_wide, rebase
 from .refit import refit_tree, wide_sah_cost
@@ -28,7 +31,12 @@ from .validation import check_mesh, real_array
 #: Arrays of a pack, in the order they are saved.
 ARRAY_NAMES = ("nodes", "tris", "face_index", "mesh_root", "mesh_offset", "mesh_scale", "mesh_boxes", "mesh_cost",
                "vertices", "vertex_start", "faces", "face_start", "normals", "has_normals", "uvs", "has_uvs",
-               "source_face", "tri_start")
+               "source_face", "tri_start") + (
+    "mesh_alpha_start", "alpha_faces", "alpha_face_material", "alpha_materials", "alpha_texels")
+
+#: The alpha arrays of a pack (added in issue 17): a scene saved before them
+#: opens with none (:func:`alpha_defaults`).
+ALPHA_ARRAY_NAMES = ARRAY_NAMES[-5:]
 
 
 #: An instance's world box is the box of its mesh's nodes two four-wide levels
@@ -75,6 +83,17 @@ class MeshPack(NamedTuple):
         Index of the source polygon each face was cut from.
     tri_start : (K + 1,) int64
         Packed triangle rows of each mesh.
+    mesh_alpha_start : (K,) int64
+        First row of each mesh's faces in the alpha face table, -1 for a
+        mesh without alpha-tested faces (see :mod:`bvh.alpha`).
+    alpha_faces : (J, 9) float32
+        Per face of those meshes: its corners' texture coordinates and vertex alphas.
+    alpha_face_material : (J,) int32
+        Row of ``alpha_materials`` of each of those faces, -1 for an opaque one.
+    alpha_materials : (A, 8) float64
+        Alpha-tested materials (``bvh.alpha``'s columns), offsets into ``alpha_texels``.
+    alpha_texels : (X,) uint8
+        Every material's mask, an 8-bit alpha image, row-major, row 0 at the top.
     """
 
     nodes: np.ndarray
@@ -95,6 +114,11 @@ class MeshPack(NamedTuple):
     has_uvs: np.ndarray
     source_face: np.ndarray
     tri_start: np.ndarray
+    mesh_alpha_start: np.ndarray
+    alpha_faces: np.ndarray
+    alpha_face_material: np.ndarray
+    alpha_materials: np.ndarray
+    alpha_texels: np.ndarray
 
     @property
     def mesh_count(self) -> int:
@@ -119,7 +143,14 @@ def empty_pack() -> MeshPack:
         mesh_boxes=np.zeros((0, COVER_BOXES, 6)), mesh_cost=np.zeros(0), vertices=np.zeros((0, 3)), vertex_start=zero,
         faces=np.zeros((0, 3), np.int32), face_start=zero.copy(), normals=np.zeros((0, 3), np.float32),
         has_normals=np.zeros(0, bool), uvs=np.zeros((0, 2), np.float32), has_uvs=np.zeros(0, bool),
-        source_face=np.zeros(0, np.int32), tri_start=zero.copy()))
+        source_face=np.zeros(0, np.int32), tri_start=zero.copy(), **alpha_defaults(0)))
+
+
+def alpha_defaults(mesh_count: int) -> dict:
+    """The alpha arrays of ``mesh_count`` meshes none of which is alpha-tested."""
+    return dict(mesh_alpha_start=np.full(mesh_count, -1, np.int64),
+                alpha_faces=np.zeros((0, FACE_COLUMNS), np.float32), alpha_face_material=np.zeros(0, np.int32),
+                alpha_materials=np.zeros((0, MATERIAL_COLUMNS)), alpha_texels=np.zeros(0, np.uint8))
 
 
 def freeze(pack: MeshPack) -> MeshPack:
@@ -143,6 +174,7 @@ class MeshChunk(NamedTuple):
     normals: np.ndarray | None
     uvs: np.ndarray | None
     source_face: np.ndarray
+    alpha: PackedAlpha | None = None
 
 
 def _per_vertex(name: str, value, rows: int, width: int) -> np.ndarray | None:
@@ -181,16 +213,20 @@ def cover_boxes(nodes: np.ndarray) -> np.ndarray:
     return np.concatenate([boxes, np.repeat(boxes[:1], COVER_BOXES - len(boxes), axis=0)])
 
 
-def build_chunk(vertices, faces, normals=None, uvs=None, source_face=None, config: BuildConfig | None = None):
-    """Validate a mesh and build its BVH, ready for :func:`append`.
+def build_chunk(vertices, faces, normals=None, uvs=None, source_face=None, config: BuildConfig | None = None,
+                alpha=None):
+    """Validate a mesh and build its BVH, ready for :func:`append`; ``alpha``
+    is its ``bvh.MeshAlpha`` or None.
 
     Raises
     ------
     ValueError
         On a malformed mesh, a mesh without a face of non-zero area, or
-        per-vertex arrays and ``source_face`` of the wrong shape.
+        per-vertex arrays and ``source_face`` of the wrong shape, or a
+        malformed ``alpha``.
     """
     vertices, faces = check_mesh(vertices, faces)
+    packed_alpha = pack_mesh_alpha(alpha, vertices.shape[0], faces)
     normals = _per_vertex("normals", normals, vertices.shape[0], 3)
     uvs = _per_vertex("uvs", uvs, vertices.shape[0], 2)
     if source_face is None:
@@ -214,7 +250,7 @@ def build_chunk(vertices, faces, normals=None, uvs=None, source_face=None, confi
     return MeshChunk(nodes=nodes, tris=np.ascontiguousarray(data.vertices[tree.order]),
                      face_index=np.ascontiguousarray(data.face_index[tree.order]), offset=data.offset, scale=scale,
                      boxes=boxes, cost=wide_cost(nodes, config), vertices=vertices, faces=faces.astype(np.int32),
-                     normals=normals, uvs=uvs, source_face=source_face)
+                     normals=normals, uvs=uvs, source_face=source_face, alpha=packed_alpha)
 
 
 def _aligned_concat(arrays: list[np.ndarray]) -> np.ndarray:
@@ -256,6 +292,7 @@ def append(pack: MeshPack, chunks: list[MeshChunk]) -> MeshPack:
     normals = [c.normals if c.normals is not None else np.zeros((c.vertices.shape[0], 3), np.float32)
                for c in chunks]
     uvs = [c.uvs if c.uvs is not None else np.zeros((c.vertices.shape[0], 2), np.float32) for c in chunks]
+    alpha = _appended_alpha(pack, chunks)
     return freeze(MeshPack(
         nodes=_aligned_concat(node_parts),
         tris=_aligned_concat([pack.tris] + stacked("tris")),
@@ -274,7 +311,80 @@ def append(pack: MeshPack, chunks: list[MeshChunk]) -> MeshPack:
         uvs=np.concatenate([pack.uvs] + uvs),
         has_uvs=np.concatenate([pack.has_uvs, [c.uvs is not None for c in chunks]]).astype(bool),
         source_face=np.concatenate([pack.source_face] + stacked("source_face")),
-        tri_start=np.array(tri_start, np.int64)))
+        tri_start=np.array(tri_start, np.int64), **alpha))
+
+
+def _appended_alpha(pack: MeshPack, chunks: list[MeshChunk]) -> dict:
+    """The alpha arrays of ``pack`` followed by ``chunks``' (material rows
+    and texel offsets rebased)."""
+    starts = [pack.mesh_alpha_start]
+    faces, face_material = [pack.alpha_faces], [pack.alpha_face_material]
+    materials, texels = [pack.alpha_materials], [pack.alpha_texels]
+    face_base, material_base, texel_base = (pack.alpha_faces.shape[0], pack.alpha_materials.shape[0],
+                                            pack.alpha_texels.shape[0])
+    for chunk in chunks:
+        alpha = chunk.alpha
+        if alpha is None:
+            starts.append(np.array([-1], np.int64))
+            continue
+        starts.append(np.array([face_base], np.int64))
+        faces.append(alpha.faces)
+        face_material.append(np.where(alpha.face_material >= 0, alpha.face_material + material_base, -1)
+                             .astype(np.int32))
+        rows = alpha.materials.copy()
+        rows[:, OFFSET] += texel_base
+        materials.append(rows)
+        texels.append(alpha.texels)
+        face_base += alpha.faces.shape[0]
+        material_base += rows.shape[0]
+        texel_base += alpha.texels.shape[0]
+    return dict(mesh_alpha_start=np.concatenate(starts), alpha_faces=np.concatenate(faces),
+                alpha_face_material=np.concatenate(face_material), alpha_materials=np.concatenate(materials),
+                alpha_texels=np.concatenate(texels))
+
+
+def check_alpha(pack: MeshPack) -> None:
+    """Refuse alpha arrays (of a saved scene) that would make the kernels
+    read outside them: every index and texel range must lie within its array.
+
+    Raises
+    ------
+    ValueError
+        Naming the first array that does not fit.
+    """
+    faces, materials, texels = pack.alpha_faces, pack.alpha_materials, pack.alpha_texels
+    start = pack.mesh_alpha_start
+    if start.shape != (pack.mesh_count,) or start.dtype.kind != "i":
+        raise ValueError(f"mesh_alpha_start must be ({pack.mesh_count},) integers, got {start.shape} {start.dtype}")
+    if faces.ndim != 2 or faces.shape[1] != FACE_COLUMNS or materials.ndim != 2 \
+            or materials.shape[1] != MATERIAL_COLUMNS or texels.ndim != 1 or texels.dtype != np.uint8 \
+            or pack.alpha_face_material.shape != (faces.shape[0],):
+        raise ValueError("the alpha arrays do not have their shapes")
+    tested = start >= 0
+    ends = start[tested] + np.diff(pack.face_start)[tested]
+    if ends.size and ends.max() > faces.shape[0]:
+        raise ValueError("mesh_alpha_start points past the alpha faces")
+    material = pack.alpha_face_material
+    if material.size and (material.min() < -1 or material.max() >= materials.shape[0]):
+        raise ValueError("alpha_face_material refers to a material that is not there")
+    if materials.shape[0]:
+        size = materials[:, WIDTH] * materials[:, HEIGHT]
+        if not (np.isfinite(materials).all() and (materials[:, OFFSET] >= 0).all() and (size >= 0).all()
+                and (materials[:, OFFSET] + size <= texels.shape[0]).all()):
+            raise ValueError("an alpha material's mask lies outside alpha_texels")
+
+
+def mesh_alpha(pack: MeshPack, mesh: int):
+    """Mesh ``mesh``'s alpha as a ``bvh.MeshAlpha`` (its tested materials,
+    faces' corners' texture coordinates and vertex alphas), or None: what
+    ``Scene.add_scene`` copies."""
+    start = int(pack.mesh_alpha_start[mesh])
+    if start < 0:
+        return None
+    faces = pack.mesh_faces(mesh)
+    rows = slice(start, start + faces.shape[0])
+    return alpha_of_rows(pack.alpha_faces[rows], pack.alpha_face_material[rows], pack.alpha_materials,
+                         pack.alpha_texels, faces, int(pack.vertex_start[mesh + 1] - pack.vertex_start[mesh]))
 
 
 def mesh_inputs(pack: MeshPack, mesh: int) -> dict:

@@ -29,6 +29,7 @@ import numpy as np
 from . import (closest_point as closest_point_kernels, overlap as overlap_kernels, scene_kernels,
                sphere_cast as sphere_cast_kernels, winding)
 from .scene_kernels import SceneArrays
+from .alpha import AlphaArrays
 from ._jit import FAR
 from .builder import binned_sah_build
 from .frustum import (INSIDE, OUTSIDE, all_triangles_within_frustum, any_triangle_in_frustum, boxes_in_frustum,
@@ -38,6 +39,8 @@ from .hits import (SceneAllHits, SceneClosestPoints, SceneContains, SceneHits, S
                    face_normals, unit_rows)
 from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, freeze, mesh_inputs, refit_chunk, \
     replace
+from .mesh_pack import ALPHA_ARRAY_NAMES, alpha_defaults, check_alpha, mesh_alpha
+from .materials import DEFAULT_CUTOFF, MeshAlpha
 from .refit import check_refit_vertices
 from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, aligned_empty, collapse_to_wide, \
     outward_float32
@@ -149,6 +152,7 @@ class MeshInfo:
     bounds: np.ndarray
     has_normals: bool
     has_uvs: bool
+    alpha_tested: bool = False
 
 
 class _Snapshot:
@@ -202,6 +206,7 @@ class _Snapshot:
             inverse=self.inverse, mesh_root=pack.mesh_root, nodes=nodes.reshape(-1),
             links=nodes.view(np.int32).reshape(-1), tris=pack.tris.reshape(-1), face_index=pack.face_index,
             shape_start=_frozen(shape_start), shape_data=_frozen(shape_data), mesh_scale=pack.mesh_scale)
+        self.has_alpha = bool((pack.mesh_alpha_start >= 0).any())
 
     def _index_top_level(self, objects: int, top_order: np.ndarray) -> None:
         """Where each object's leaf slot and each row's parent slot are, and
@@ -294,6 +299,16 @@ class _Snapshot:
         if enabled is self.enabled:
             return self.arrays
         return self.arrays._replace(enabled=enabled)
+
+    def alpha(self, alpha_test: bool, alpha_cutoff: float) -> AlphaArrays:
+        """The alpha-tested leaf tests' arrays for a query (``bvh.alpha``):
+        testing off when the query turns it off or no face is alpha-tested."""
+        pack = self.pack
+        return AlphaArrays(on=alpha_test and self.has_alpha, blend_cutoff=alpha_cutoff,
+                           mesh_of=self.arrays.mesh_of, face_index=pack.face_index,
+                           mesh_alpha_start=pack.mesh_alpha_start, faces=pack.alpha_faces,
+                           face_material=pack.alpha_face_material, materials=pack.alpha_materials,
+                           texels=pack.alpha_texels)
 
 
 def _patched(array: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -469,6 +484,16 @@ def _check_annotations(annotations) -> dict:
         raise ValueError(f"annotations take {len(text.encode())} bytes as JSON, more than "
                          f"{MAX_ANNOTATION_BYTES}")
     return json.loads(text)
+
+
+def _check_alpha_options(alpha_test, alpha_cutoff) -> tuple[bool, float]:
+    """``(alpha_test, alpha_cutoff)`` of a query, validated."""
+    if not isinstance(alpha_test, (bool, np.bool_)):
+        raise ValueError(f"alpha_test must be True or False, got {alpha_test!r}")
+    if isinstance(alpha_cutoff, bool) or not isinstance(alpha_cutoff, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= float(alpha_cutoff) <= 1.0:
+        raise ValueError(f"alpha_cutoff must be a number in [0, 1], got {alpha_cutoff!r}")
+    return bool(alpha_test), float(alpha_cutoff)
 
 
 def _check_mask(mask) -> int:
@@ -736,7 +761,8 @@ class Scene:
         self._dipole_cache = None
 
     # ------------------------------------------------------------- meshes
-    def add_mesh(self, vertices, faces, normals=None, uvs=None, name=None, source_face=None, **build_options) -> int:
+    def add_mesh(self, vertices, faces, normals=None, uvs=None, name=None, source_face=None, alpha=None,
+                 **build_options) -> int:
         """Add a triangle mesh (geometry only; place it with :meth:`add_instance`).
 
         Parameters
@@ -750,6 +776,9 @@ class Scene:
         name : str, optional
         source_face : (F,) int, optional
             For each face, the polygon of the source file it was cut from.
+        alpha : bvh.MeshAlpha, optional
+            Alpha-tested materials of the faces (glTF ``MASK`` and ``BLEND``):
+            rays pass through their transparent texels (see :mod:`bvh.alpha`).
         **build_options
             Fields of :class:`bvh.BuildConfig`.
 
@@ -763,14 +792,15 @@ class Scene:
         config = BuildConfig.from_options(**build_options)
         checked_vertices, checked_faces = check_mesh(vertices, faces)
         key = hashlib.blake2b(digest_size=16)
-        for part in (checked_vertices, checked_faces, normals, uvs, source_face, repr(config)):
+        alpha_parts = alpha.key_parts() if isinstance(alpha, MeshAlpha) else []
+        for part in (checked_vertices, checked_faces, normals, uvs, source_face, repr(config), *alpha_parts):
             key.update(b"|" if part is None else np.ascontiguousarray(part).tobytes() if not isinstance(part, str)
                        else part.encode())
         digest = key.hexdigest()
         with self._lock:
             if digest in self._mesh_keys:
                 return self._mesh_keys[digest]
-        chunk = build_chunk(checked_vertices, checked_faces, normals, uvs, source_face, config)
+        chunk = build_chunk(checked_vertices, checked_faces, normals, uvs, source_face, config, alpha)
         with self._lock:
             if digest in self._mesh_keys:
                 return self._mesh_keys[digest]
@@ -803,7 +833,8 @@ class Scene:
             return [MeshInfo(id=k, name=self._mesh_names[k], triangles=int(counts[k]),
                              vertices=int(pack.vertex_start[k + 1] - pack.vertex_start[k]),
                              bounds=self._mesh_box(pack, k).copy(),
-                             has_normals=bool(pack.has_normals[k]), has_uvs=bool(pack.has_uvs[k]))
+                             has_normals=bool(pack.has_normals[k]), has_uvs=bool(pack.has_uvs[k]),
+                             alpha_tested=bool(pack.mesh_alpha_start[k] >= 0))
                     for k in range(pack.mesh_count)]
 
     def update_mesh(self, mesh_id, vertices) -> None:
@@ -1131,7 +1162,7 @@ class Scene:
                         pack.mesh_vertices(k), pack.mesh_faces(k),
                         normals=pack.normals[vertex_rows] if pack.has_normals[k] else None,
                         uvs=pack.uvs[vertex_rows] if pack.has_uvs[k] else None,
-                        name=other._mesh_names[k], source_face=other.source_face(k))
+                        name=other._mesh_names[k], source_face=other.source_face(k), alpha=mesh_alpha(pack, k))
                 added.append(self.add_instance(mesh_map[info.mesh], placed, info.name, info.mask, info.pickable))
             else:
                 added.append(self.add_shape(info.kind, placed, info.name, info.mask, info.pickable, **info.params))
@@ -1435,7 +1466,7 @@ class Scene:
 
     # ------------------------------------------------------------ queries
     def intersect(self, origins, directions, tmin=0.0, tmax=np.inf, mask=ALL_BITS, cull_backfaces=False,
-                  objects=None, exclude=None) -> SceneHits:
+                  objects=None, exclude=None, alpha_test=True, alpha_cutoff=DEFAULT_CUTOFF) -> SceneHits:
         """Closest hit of each ray in ``[tmin, tmax]``.
 
         Parameters
@@ -1450,6 +1481,12 @@ class Scene:
             Ignore surfaces whose normal points along the ray.
         objects, exclude : iterable of int, optional
             Consider only these objects; skip these objects.
+        alpha_test : bool
+            Let rays through the transparent texels of alpha-tested faces
+            (glTF ``MASK`` and ``BLEND`` materials, :mod:`bvh.alpha`).
+        alpha_cutoff : float
+            The cutoff of ``BLEND`` materials, in ``[0, 1]``: alpha below it
+            is transparent (``MASK`` materials use their own ``alphaCutoff``).
 
         Returns
         -------
@@ -1458,6 +1495,7 @@ class Scene:
         """
         origins, directions = check_rays(origins, directions)
         tmin, tmax = check_window(tmin, tmax)
+        alpha_test, alpha_cutoff = _check_alpha_options(alpha_test, alpha_cutoff)
         snap = self._snapshot()
         enabled = self._enabled(snap, mask, objects, exclude)
         n = origins.shape[0]
@@ -1472,13 +1510,14 @@ class Scene:
         point, normal = np.empty((2, n, 3))
         front_face = np.empty(n, np.bool_)
         scene = snap.with_enabled(enabled)
+        alpha = snap.alpha(alpha_test, alpha_cutoff)
         tmax = min(tmax, FAR)
         cull_backfaces = bool(cull_backfaces)
         if n <= SERIAL_BATCH:
-            scene_kernels.closest_hits_serial(scene, origins, directions, tmin, tmax, cull_backfaces, out_object,
+            scene_kernels.closest_hits_serial(scene, alpha, origins, directions, tmin, tmax, cull_backfaces, out_object,
                                               out_mesh, out_triangle, t, u, v, point, normal, front_face)
         else:
-            scene_kernels.closest_hits_parallel(scene, origins, directions, tmin, tmax, cull_backfaces,
+            scene_kernels.closest_hits_parallel(scene, alpha, origins, directions, tmin, tmax, cull_backfaces,
                                                 np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n),
                                                 np.empty(n), np.empty(n), np.empty((n, 3)), out_object, out_mesh,
                                                 out_triangle, t, u, v, point, normal, front_face)
@@ -1700,8 +1739,9 @@ class Scene:
         return np.where(inside, -distance, distance)
 
     def occluded(self, origins, directions, tmin=0.0, tmax=np.inf, mask=ALL_BITS, objects=None,
-                 exclude=None) -> np.ndarray:
-        """Whether anything lies on each ray within ``[tmin, tmax]`` (any hit, early exit).
+                 exclude=None, alpha_test=True, alpha_cutoff=DEFAULT_CUTOFF) -> np.ndarray:
+        """Whether anything lies on each ray within ``[tmin, tmax]`` (any hit, early exit);
+        the options as :meth:`intersect`'s.
 
         Returns
         -------
@@ -1709,18 +1749,21 @@ class Scene:
         """
         origins, directions = check_rays(origins, directions)
         tmin, tmax = check_window(tmin, tmax)
+        alpha_test, alpha_cutoff = _check_alpha_options(alpha_test, alpha_cutoff)
         snap = self._snapshot()
         enabled = self._enabled(snap, mask, objects, exclude)
         occluded = np.zeros(origins.shape[0], np.bool_)
         if snap.traceable:
             kernel = scene_kernels.occluded_serial if origins.shape[0] <= SERIAL_BATCH \
                 else scene_kernels.occluded_parallel
-            kernel(snap.with_enabled(enabled), origins, directions, tmin, min(tmax, FAR), occluded)
+            kernel(snap.with_enabled(enabled), snap.alpha(alpha_test, alpha_cutoff), origins, directions, tmin,
+                   min(tmax, FAR), occluded)
         return occluded
 
     def intersect_all(self, origins, directions, tmin=0.0, tmax=np.inf, mask=ALL_BITS, objects=None,
-                      exclude=None) -> SceneAllHits:
-        """Every surface crossing of each ray within ``[tmin, tmax]``.
+                      exclude=None, alpha_test=True, alpha_cutoff=DEFAULT_CUTOFF) -> SceneAllHits:
+        """Every surface crossing of each ray within ``[tmin, tmax]`` (the
+        options as :meth:`intersect`'s: transparent texels are not crossings).
 
         A ray through an edge or vertex shared by faces of one object crosses
         the surface once and is reported once. Shapes report each crossing (a
@@ -1734,6 +1777,7 @@ class Scene:
         """
         origins, directions = check_rays(origins, directions)
         tmin, tmax = check_window(tmin, tmax)
+        alpha_test, alpha_cutoff = _check_alpha_options(alpha_test, alpha_cutoff)
         snap = self._snapshot()
         enabled = self._enabled(snap, mask, objects, exclude)
         n = origins.shape[0]
@@ -1742,9 +1786,10 @@ class Scene:
             return SceneAllHits(none, np.zeros(0), none, none, none, np.zeros(0), np.zeros(0), np.zeros((0, 3)),
                                 np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 2)), np.zeros(0, np.bool_))
         arrays = snap.with_enabled(enabled)
+        alpha = snap.alpha(alpha_test, alpha_cutoff)
         tmax = min(tmax, FAR)
         counts = np.empty(n, np.int64)
-        scene_kernels.count_hits_parallel(arrays, origins, directions, tmin, tmax, counts)
+        scene_kernels.count_hits_parallel(arrays, alpha, origins, directions, tmin, tmax, counts)
         starts = np.zeros(n, np.int64)
         np.cumsum(counts[:-1], out=starts[1:])
         total = int(counts.sum())
@@ -1755,8 +1800,8 @@ class Scene:
         objects_hit = np.empty(total, np.int32)
         keep = np.empty(total, np.bool_)
         cursor = np.empty(n, np.int64)
-        scene_kernels.collect_hits_parallel(arrays, origins, directions, tmin, tmax, starts, cursor, rows, t, u, v,
-                                            objects_hit, keep)
+        scene_kernels.collect_hits_parallel(arrays, alpha, origins, directions, tmin, tmax, starts, cursor, rows, t, u,
+                                            v, objects_hit, keep)
         ray = np.repeat(np.arange(n, dtype=np.int64), counts)[keep]
         rows = rows[keep]
         objects_hit = objects_hit[keep].astype(np.int64)
@@ -2029,6 +2074,9 @@ class Scene:
 
         saved = read_saved(Path(directory), verify=verify)
         arrays = saved.arrays
+        if not any(name in arrays for name in ALPHA_ARRAY_NAMES) and "mesh_root" in arrays:
+            # Saved before alpha-tested materials (issue 17): no mesh has any.
+            arrays = {**arrays, **alpha_defaults(np.asarray(arrays["mesh_root"]).shape[0])}
         try:
             if saved.version < FORMAT_VERSION:
                 arrays = _rebuilt_trees(arrays)
@@ -2049,6 +2097,7 @@ class Scene:
         if missing:
             raise ValueError(f"array {missing[0]!r} is missing")
         pack = freeze(MeshPack(**{name: np.asarray(arrays[name]) for name in ARRAY_NAMES}))
+        check_alpha(pack)
         scene = cls()
         scene._pack = pack
         scene._pack_token = str(metadata["pack_token"])

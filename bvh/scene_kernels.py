@@ -21,8 +21,8 @@ import numpy as np
 from numba import prange
 
 from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
-from .leaf_tests import (HIT_NORMAL, HIT_OBJECT, HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V, any_hit_leaf,
-                         closest_hit_leaf, collect_hits_leaf, count_hits_leaf, triangle_edges)
+from .alpha import any_hit_leaf_alpha, closest_hit_leaf_alpha, collect_hits_leaf_alpha, count_hits_leaf_alpha
+from .leaf_tests import HIT_NORMAL, HIT_OBJECT, HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V, triangle_edges
 from .shapes import MESH, NO_HIT, next_after, shape_hit
 from .traversal import make_instance_walk, new_stack, object_ray
 
@@ -86,9 +86,11 @@ MERGE_FRACTION = 1.0e-9
 
 # ------------------------------------------------------------------ leaf tests
 #
-# ``out`` of the closest-hit tests: ``(hit, cull)``, the ray's hit record
+# ``out`` of the closest-hit tests: ``(hit, cull, alpha)``, the ray's hit record
 # (``bvh.leaf_tests.HIT_*``: t, u, v, packed triangle row or -1 for a shape,
-# object, a shape's object-space normal) and the culling flag.
+# object, a shape's object-space normal), the culling flag and the query's
+# ``bvh.alpha.AlphaArrays``; every query's ``out`` ends with the latter, which
+# the mesh leaves' alpha test reads (shapes have no texture).
 
 
 @jit_inline
@@ -96,7 +98,8 @@ def _closest_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
     ox, oy, oz, dx, dy, dz = consts[:6]
     hit = out[0]
     row, t = hit[HIT_ROW], hit[HIT_T]
-    tmax, stop = closest_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
+    tmax, stop = closest_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, hit, out[1],
+                                        out[2], obj)
     # Two instances of one mesh share its rows: a new hit changes t or row.
     if hit[HIT_ROW] != row or hit[HIT_T] != t:
         hit[HIT_OBJECT] = obj
@@ -106,7 +109,7 @@ def _closest_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
 @jit_inline
 def _closest_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
     ox, oy, oz, dx, dy, dz = consts[:6]
-    hit, cull = out
+    hit, cull = out[0], out[1]
     t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
     if t != NO_HIT:
         hit[HIT_T] = t
@@ -122,7 +125,7 @@ def _closest_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, o
 @jit_inline
 def _any_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
     ox, oy, oz, dx, dy, dz = consts[:6]
-    return any_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
+    return any_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out[0], out[1], obj)
 
 
 @jit_inline
@@ -138,7 +141,7 @@ def _any_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
 @jit_inline
 def _count_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
     ox, oy, oz, dx, dy, dz = consts[:6]
-    return count_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
+    return count_hits_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out[0], out[1], obj)
 
 
 @jit_inline
@@ -156,16 +159,16 @@ def _count_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj
     return tmax, False
 
 
-# ``out`` of the collecting tests: ``((cursor, rows, ts, us, vs), objects)``.
+# ``out`` of the collecting tests: ``((cursor, rows, ts, us, vs), objects, alpha)``.
 
 
 @jit_inline
 def _collect_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
     ox, oy, oz, dx, dy, dz = consts[:6]
-    triangle_out, objects = out
+    triangle_out, objects = out[0], out[1]
     cursor = triangle_out[0]
     before = cursor[ray]
-    collect_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, triangle_out)
+    collect_hits_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, triangle_out, out[2], obj)
     for slot in range(before, cursor[ray]):
         objects[slot] = obj
     return tmax, False
@@ -174,7 +177,7 @@ def _collect_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
 @jit_inline
 def _collect_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
     ox, oy, oz, dx, dy, dz = consts[:6]
-    triangle_out, objects = out
+    triangle_out, objects = out[0], out[1]
     cursor, rows, ts, us, vs = triangle_out
     begin = tmin
     for _ in range(2):
@@ -264,7 +267,7 @@ def _finish_closest(start, end, kind, mesh_of, inverse, tris, face_index, origin
 
 
 @jit
-def _closest_block(scene, origins, directions, tmin, tmax, cull, start, end, hit_object, hit_row, hit_t, hit_u,
+def _closest_block(scene, alpha, origins, directions, tmin, tmax, cull, start, end, hit_object, hit_row, hit_t, hit_u,
                    hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face):
     stack_first, stack_count, stack_t = new_stack()
     top_nodes, top_links, top_order, enabled = scene.top_nodes, scene.top_links, scene.top_order, scene.enabled
@@ -272,7 +275,7 @@ def _closest_block(scene, origins, directions, tmin, tmax, cull, start, end, hit
     nodes, links, tris, face_index = scene.nodes, scene.links, scene.tris, scene.face_index
     shape_start, shape_data = scene.shape_start, scene.shape_data
     hit = np.empty(HIT_RECORD)
-    out = (hit, cull)
+    out = (hit, cull, alpha)
     for i in range(start, end):
         hit[HIT_T] = np.inf
         hit[HIT_ROW] = -1.0
@@ -295,23 +298,23 @@ def _closest_block(scene, origins, directions, tmin, tmax, cull, start, end, hit
 
 
 @jit
-def closest_hits_serial(scene, origins, directions, tmin, tmax, cull, out_object, out_mesh, out_triangle, t, u, v,
-                        point, normal, front_face):
+def closest_hits_serial(scene, alpha, origins, directions, tmin, tmax, cull, out_object, out_mesh, out_triangle, t,
+                        u, v, point, normal, front_face):
     # The raw-hit scratch is allocated here, not by the caller: for the few
     # rays of a click, each array passed in costs more in numba's argument
     # dispatch and numpy's allocation than the kernel's own allocation.
     n = origins.shape[0]
-    _closest_block(scene, origins, directions, tmin, tmax, cull, 0, n, np.empty(n, np.int32),
+    _closest_block(scene, alpha, origins, directions, tmin, tmax, cull, 0, n, np.empty(n, np.int32),
                    np.empty(n, np.int32), np.empty(n), np.empty(n), np.empty(n), np.empty((n, 3)),
                    out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face)
 
 
 @jit_parallel
-def closest_hits_parallel(scene, origins, directions, tmin, tmax, cull, hit_object, hit_row, hit_t, hit_u, hit_v,
+def closest_hits_parallel(scene, alpha, origins, directions, tmin, tmax, cull, hit_object, hit_row, hit_t, hit_u, hit_v,
                           hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face):
     n = origins.shape[0]
     for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
-        _closest_block(scene, origins, directions, tmin, tmax, cull, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK),
+        _closest_block(scene, alpha, origins, directions, tmin, tmax, cull, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK),
                        hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle,
                        t, u, v, point, normal, front_face)
 
@@ -320,9 +323,9 @@ def closest_hits_parallel(scene, origins, directions, tmin, tmax, cull, hit_obje
 
 
 @jit
-def _occluded_block(scene, origins, directions, tmin, tmax, start, end, occluded):
+def _occluded_block(scene, alpha, origins, directions, tmin, tmax, start, end, occluded):
     stack_first, stack_count, stack_t = new_stack()
-    out = (occluded,)
+    out = (occluded, alpha)
     for i in range(start, end):
         occluded[i] = False
         _any_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
@@ -331,15 +334,15 @@ def _occluded_block(scene, origins, directions, tmin, tmax, start, end, occluded
 
 
 @jit
-def occluded_serial(scene, origins, directions, tmin, tmax, occluded):
-    _occluded_block(scene, origins, directions, tmin, tmax, 0, origins.shape[0], occluded)
+def occluded_serial(scene, alpha, origins, directions, tmin, tmax, occluded):
+    _occluded_block(scene, alpha, origins, directions, tmin, tmax, 0, origins.shape[0], occluded)
 
 
 @jit_parallel
-def occluded_parallel(scene, origins, directions, tmin, tmax, occluded):
+def occluded_parallel(scene, alpha, origins, directions, tmin, tmax, occluded):
     n = origins.shape[0]
     for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
-        _occluded_block(scene, origins, directions, tmin, tmax, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK),
+        _occluded_block(scene, alpha, origins, directions, tmin, tmax, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK),
                         occluded)
 
 
@@ -347,9 +350,9 @@ def occluded_parallel(scene, origins, directions, tmin, tmax, occluded):
 
 
 @jit
-def _count_block(scene, origins, directions, tmin, tmax, start, end, counts):
+def _count_block(scene, alpha, origins, directions, tmin, tmax, start, end, counts):
     stack_first, stack_count, stack_t = new_stack()
-    out = (counts,)
+    out = (counts, alpha)
     for i in range(start, end):
         counts[i] = 0
         _count_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
@@ -358,10 +361,10 @@ def _count_block(scene, origins, directions, tmin, tmax, start, end, counts):
 
 
 @jit_parallel
-def count_hits_parallel(scene, origins, directions, tmin, tmax, counts):
+def count_hits_parallel(scene, alpha, origins, directions, tmin, tmax, counts):
     n = origins.shape[0]
     for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
-        _count_block(scene, origins, directions, tmin, tmax, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), counts)
+        _count_block(scene, alpha, origins, directions, tmin, tmax, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), counts)
 
 
 @jit_inline
@@ -376,10 +379,10 @@ def _share_vertex(tris, j, k):
 
 
 @jit
-def _collect_block(scene, origins, directions, tmin, tmax, start, end, starts, cursor, rows, ts, us, vs, objects,
+def _collect_block(scene, alpha, origins, directions, tmin, tmax, start, end, starts, cursor, rows, ts, us, vs, objects,
                    keep):
     stack_first, stack_count, stack_t = new_stack()
-    out = ((cursor, rows, ts, us, vs), objects)
+    out = ((cursor, rows, ts, us, vs), objects, alpha)
     mesh_of = scene.mesh_of
     inverse = scene.inverse
     tris = scene.tris
@@ -429,8 +432,9 @@ def _collect_block(scene, origins, directions, tmin, tmax, start, end, starts, c
 
 
 @jit_parallel
-def collect_hits_parallel(scene, origins, directions, tmin, tmax, starts, cursor, rows, ts, us, vs, objects, keep):
+def collect_hits_parallel(scene, alpha, origins, directions, tmin, tmax, starts, cursor, rows, ts, us, vs, objects,
+                          keep):
     n = origins.shape[0]
     for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
-        _collect_block(scene, origins, directions, tmin, tmax, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), starts,
-                       cursor, rows, ts, us, vs, objects, keep)
+        _collect_block(scene, alpha, origins, directions, tmin, tmax, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK),
+                       starts, cursor, rows, ts, us, vs, objects, keep)
