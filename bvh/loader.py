@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from .gltf_materials import mesh_alpha_of_parts
+
 if TYPE_CHECKING:
     from .scene import Scene
 
@@ -101,6 +103,9 @@ class MeshDescription(NamedTuple):
         convention, so glTF's v is flipped); None when absent.
     source_face : (F,) int64
         For each triangle, the index of the polygon of the file it came from.
+    alpha : bvh.MeshAlpha or None
+        The alpha-tested materials of a glTF mesh (``alphaMode`` MASK or
+        BLEND, :mod:`bvh.gltf_materials`); None for every other mesh.
     """
 
     name: str
@@ -109,6 +114,7 @@ class MeshDescription(NamedTuple):
     normals: np.ndarray | None
     uvs: np.ndarray | None
     source_face: np.ndarray
+    alpha: object = None
 
 
 class InstanceDescription(NamedTuple):
@@ -210,7 +216,7 @@ def load(source, file_type: str | None = None, name: str | None = None) -> Scene
         try:
             mesh_ids.append(scene.add_mesh(mesh.vertices, mesh.faces, normals=mesh.normals,
                                            uvs=mesh.uvs, name=mesh.name,
-                                           source_face=mesh.source_face))
+                                           source_face=mesh.source_face, alpha=mesh.alpha))
         except ValueError as exc:
             # The scene's message names the argument, not which part of the file it was.
             raise ValueError(f"mesh {mesh.name!r} of this {label} file: {exc}") from exc
@@ -327,6 +333,8 @@ def read_scene_description(source, file_type: str | None = None, name: str | Non
             scene = _ply_own_scene(raw, layout, path.name if path is not None else "geometry_0")
     if scene is None:
         scene = _trimesh_scene(data, path, file_type, resolver)
+    if file_type in ("glb", "gltf"):
+        _read_gltf_alpha(scene, file_type, raw, data, path, document, resolver)
     try:
         description = _describe(scene, file_type, obj_faces)
     except ValueError:
@@ -341,6 +349,25 @@ def read_scene_description(source, file_type: str | None = None, name: str | Non
         description.meshes[0] = description.meshes[0]._replace(name=name)
         description.instances[0] = description.instances[0]._replace(name=name)
     return description
+
+
+def _read_gltf_alpha(scene, file_type: str, raw, data, path, document, resolver) -> None:
+    """Tag trimesh's geometries of a glTF with their alpha-tested materials (:mod:`bvh.gltf_materials`)."""
+    import trimesh
+
+    from .gltf_materials import GltfFile
+
+    if document is None and file_type == "gltf":
+        document = _gltf_document(data, path)
+    if document is None:
+        return
+    if resolver is None and path is not None:
+        resolver = trimesh.resolvers.FilePathResolver(str(path))
+    try:
+        GltfFile(document, raw if file_type == "glb" else None, resolver).tag_geometries(
+            list(scene.geometry.values()))
+    except ValueError as exc:
+        raise ValueError(f"could not read the alpha of this {_label(file_type)} file's materials: {exc}") from exc
 
 
 def _gltf_document(data: bytes | None, path: Path | None) -> dict | None:
@@ -1220,7 +1247,8 @@ def _mesh(name: str, parts, label: str, obj_faces) -> MeshDescription:
         source_face = np.asarray(parts[0].metadata["source_face"], dtype=np.int64)
     if source_face is None:
         source_face = np.arange(len(faces), dtype=np.int64)
-    return MeshDescription(str(name), vertices, faces, normals, uvs, source_face)
+    alpha = mesh_alpha_of_parts(parts, [len(part.vertices) for part in parts], [len(part.faces) for part in parts])
+    return MeshDescription(str(name), vertices, faces, normals, uvs, source_face, alpha)
 
 
 def _file_normals(geometry) -> np.ndarray | None:

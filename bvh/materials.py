@@ -84,8 +84,12 @@ class AlphaMaterial:
         mode = self.mode.upper() if isinstance(self.mode, str) else self.mode
         if mode not in MODES:
             raise ValueError(f"mode must be OPAQUE, MASK or BLEND, got {self.mode!r}")
-        cutoff, factor = (_unit_number(name, value) for name, value in (("cutoff", self.cutoff),
-                                                                        ("factor", self.factor)))
+        factor = _unit_number("factor", self.factor)
+        cutoff = self.cutoff
+        if isinstance(cutoff, bool) or not isinstance(cutoff, (int, float, np.integer, np.floating)) \
+                or not 0.0 <= float(cutoff) < np.inf:
+            raise ValueError(f"cutoff must be a finite number >= 0 (glTF's alphaCutoff), got {cutoff!r}")
+        cutoff = float(cutoff)
         mask = self.mask
         if mask is not None:
             mask = real_array("mask", mask)
