@@ -16,7 +16,7 @@ from .schemas import MeshIn
 def add_file_meshes(scene: bvh.Scene, description: SceneDescription) -> list[int]:
     """Build and add each mesh of a file; returns their mesh ids in file order."""
     return [scene.add_mesh(mesh.vertices, mesh.faces, normals=mesh.normals, uvs=mesh.uvs, name=mesh.name,
-                           source_face=mesh.source_face)
+                           source_face=mesh.source_face, alpha=mesh.alpha)
             for mesh in description.meshes]
 
 

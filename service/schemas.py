@@ -27,6 +27,7 @@ MAX_INDEX = 2 ** 31 - 1
 Index = Annotated[int, Field(strict=True, ge=0, le=MAX_INDEX)]
 Flag = Annotated[bool, Field(strict=True)]
 Mask = Annotated[int, Field(strict=True, ge=0, le=0xFFFFFFFF)]
+AlphaCutoff = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=1)]
 Vec2 = Annotated[list[Number], Field(min_length=2, max_length=2)]
 Vec3 = Annotated[list[Number], Field(min_length=3, max_length=3)]
 Row4 = Annotated[list[Number], Field(min_length=4, max_length=4)]
@@ -303,6 +304,10 @@ class PickOptions(RequestModel):
     mask: Mask | None = Field(None, description="only objects whose mask shares a bit with this one")
     objects: list[ObjectId] | None = Field(None, description="only these objects")
     exclude: list[ObjectId] | None = Field(None, description="never these objects")
+    alpha_test: Flag = Field(True, description="let rays through the transparent texels of alpha-tested faces "
+                                                "(glTF materials whose alphaMode is MASK or BLEND)")
+    alpha_cutoff: AlphaCutoff = Field(0.5, description="the cutoff of BLEND materials: a hit whose alpha is below "
+                                                       "it passes through (MASK materials use their alphaCutoff)")
 
     @model_validator(mode="after")
     def _window(self):
@@ -716,6 +721,8 @@ class BatchOptionsOut(BaseModel):
     mask: int | None
     objects: list[int] | None
     exclude: list[int] | None
+    alpha_test: bool
+    alpha_cutoff: float
 
 
 class HelloMessage(BaseModel):

@@ -32,8 +32,8 @@ def leaf_mask(seed: int, n: int = TEXELS) -> np.ndarray:
     rows, columns = np.indices((n, n)) + 0.5
     alpha = np.zeros((n, n))
     for _ in range(3):
-        cy, cx = rng.uniform(1, n - 1, 2)
-        radius = rng.uniform(1.5, 3.0)
+        cy, cx = rng.uniform(n / 8, n - n / 8, 2)
+        radius = rng.uniform(1.5, 3.0) * n / 8
         alpha = np.maximum(alpha, np.clip(1.5 - np.hypot(rows - cy, columns - cx) / radius, 0, 1))
     return np.round(alpha * 255).astype(np.uint8)
 

@@ -299,7 +299,8 @@ def test_binary_batches_answer_what_the_http_binary_batch_does(server, scene):
         assert receive(ws) == b"PKB1" + struct.pack("<I", 1) + many_http.content
         send(ws, {"type": "batch_options", "id": "o", "tmin": 1.5, "exclude": [1]})
         assert receive(ws) == {"type": "batch_options", "id": "o", "result": {
-            "tmin": 1.5, "tmax": None, "cull_backfaces": False, "mask": None, "objects": None, "exclude": [1]}}
+            "tmin": 1.5, "tmax": None, "cull_backfaces": False, "mask": None, "objects": None, "exclude": [1],
+            "alpha_test": True, "alpha_cutoff": 0.5}}
         ws.send(b"PKB1" + struct.pack("<I", 2) + RAYS.tobytes())
         assert receive(ws) == b"PKB1" + struct.pack("<I", 2) + narrowed.content
 

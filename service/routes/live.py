@@ -82,13 +82,14 @@ start-up: an `error` (503), then close code {CLOSE_TRY_LATER}.
 request's `id` (any JSON scalar, optional, null when absent):
 
 - `{{"type": "pick", "id": ..., <the POST /scenes/{{id}}/pick body: origin, direction, tmin, tmax,
-  cull_backfaces, mask, objects, exclude, all_hits>}}` → `{{"type": "pick", "id": ..., "result": <exactly
-  what POST /scenes/{{id}}/pick answers>}}`
+  cull_backfaces, mask, objects, exclude, alpha_test, alpha_cutoff, all_hits>}}` → `{{"type": "pick", "id": ...,
+  "result": <exactly what POST /scenes/{{id}}/pick answers>}}`
 - `{{"type": "edit", "id": ..., "objects": [<entries of the PATCH /scenes/{{id}}/objects body>]}}` →
   `{{"type": "edit", "id": ..., "result": <what that PATCH answers: {{"version", "count", "objects"}}>}}`
-- `{{"type": "batch_options", "id": ..., <tmin, tmax, cull_backfaces, mask, objects, exclude>}}` → `{{"type":
-  "batch_options", "id": ..., "result": <the options now in force>}}`: the options of the binary batches
-  that follow on this connection (until the next such message; before any, none are set).
+- `{{"type": "batch_options", "id": ..., <tmin, tmax, cull_backfaces, mask, objects, exclude, alpha_test,
+  alpha_cutoff>}}` → `{{"type": "batch_options", "id": ..., "result": <the options now in force>}}`: the
+  options of the binary batches that follow on this connection (until the next such message; before any,
+  none are set).
 
 **Binary batches** (binary frames): an {HEADER_BYTES}-byte header, the 4 bytes `{MAGIC.decode()}` and the
 request id as a little-endian uint32, then the rays of the binary `POST /scenes/{{id}}/pick/batch` body
@@ -178,7 +179,7 @@ class LiveSession:
         self.batch_cull = False
         self.batch_window = DEFAULT_WINDOW
         self.batch_options = {"tmin": 0.0, "tmax": None, "cull_backfaces": False, "mask": None, "objects": None,
-                              "exclude": None}
+                              "exclude": None, "alpha_test": True, "alpha_cutoff": 0.5}
         # Answers and pushed events come from two tasks: one frame at a time.
         self.sending = asyncio.Lock()
 

@@ -52,7 +52,13 @@ ERRORS = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": Err
 
 def window(options: PickOptions) -> dict:
     """Keyword arguments of ``Scene.intersect`` from a request's options."""
-    return query_window(options.tmin, options.tmax, options.mask, options.objects, options.exclude)
+    return {**query_window(options.tmin, options.tmax, options.mask, options.objects, options.exclude),
+            **alpha_options(options.alpha_test, options.alpha_cutoff)}
+
+
+def alpha_options(alpha_test: bool, alpha_cutoff: float) -> dict:
+    """The alpha-test keyword arguments of ``Scene.intersect`` (``bvh.alpha``)."""
+    return {"alpha_test": alpha_test, "alpha_cutoff": alpha_cutoff}
 
 
 def query_window(tmin: float, tmax: float | None, mask: int | None, objects, exclude) -> dict:
@@ -150,7 +156,7 @@ async def off_loop(rays: int, function, *args):
     return await run_in_threadpool(function, *args)
 
 
-QUERY_OPTIONS = ("tmin", "tmax", "cull_backfaces", "mask", "objects", "exclude")
+QUERY_OPTIONS = ("tmin", "tmax", "cull_backfaces", "mask", "objects", "exclude", "alpha_test", "alpha_cutoff")
 
 
 @router.post("/scenes/{scene_id}/pick/batch", response_model=BatchPickResult,
@@ -167,7 +173,9 @@ async def pick_batch(
         cull_backfaces: Annotated[bool, Query(description="binary form only")] = False,
         mask: Annotated[int | None, Query(ge=0, le=ALL_BITS, description="binary form only")] = None,
         objects: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
-        exclude: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None):
+        exclude: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
+        alpha_test: Annotated[bool, Query(description="binary form only")] = True,
+        alpha_cutoff: Annotated[float, Query(ge=0, le=1, allow_inf_nan=False, description="binary form only")] = 0.5):
     """Many rays at once: JSON ``origins`` and ``directions`` answered column by column, or
     ``application/octet-stream`` rays answered as packed binary records."""
     stored = await find_scene(store, scene_id)
@@ -179,7 +187,7 @@ async def pick_batch(
             check_binary_answer(int(declared) // RAY_BYTES, settings)
         data = await request.body()
         check_binary_rays(len(data), settings)
-        options = query_window(tmin, tmax, mask, objects, exclude)
+        options = {**query_window(tmin, tmax, mask, objects, exclude), **alpha_options(alpha_test, alpha_cutoff)}
         count = len(data) // RAY_BYTES
         count_rays(request, count)
         return Response(await off_loop(count, binary_batch, stored, data, cull_backfaces, options),
