@@ -36,8 +36,8 @@ greater than or equal to the alpha cutoff"): a hit exactly at the cutoff
 hits. ``MASK`` uses the material's ``alphaCutoff``; ``BLEND``, which glTF
 blends rather than cuts, uses the query's cutoff (0.5 by default).
 
-Data (the fields of :class:`AlphaArrays`, made by :mod:`bvh.materials` and
-kept in the mesh pack): per mesh the first row of its faces in the alpha face
+Data (:data:`ALPHA_FIELDS`, made by :mod:`bvh.materials` and kept in the
+mesh pack): per mesh the first row of its faces in the alpha face
 table (-1 for a mesh without alpha-tested faces, which costs one load per
 candidate hit and nothing per triangle tested); per face the corners' texture
 coordinates and vertex alphas and its material row (-1: opaque); per material
@@ -46,8 +46,6 @@ array of every mask, and its wrap modes.
 """
 
 import math
-from typing import NamedTuple
-
 import numpy as np
 
 from ._jit import jit_inline
@@ -73,43 +71,26 @@ FACE_COLUMNS = 9
 _TEXEL_LIMIT = 2.0 ** 52
 
 
-class AlphaArrays(NamedTuple):
-    """What the alpha-tested leaf tests read; ``K`` meshes, ``J`` faces of
-    alpha-tested meshes, ``M`` materials. Passed to the scene kernels inside
-    each query's ``out`` tuple.
-
-    Attributes
-    ----------
-    on : bool
-        Whether this query tests alpha (the query's ``alpha_test`` and the
-        scene having alpha-tested faces).
-    blend_cutoff : float
-        The cutoff of ``BLEND`` materials for this query.
-    mesh_of : (O,) int32
-        Mesh of each object (the scene's).
-    face_index : (T,) int32
-        Face of each packed triangle row (the scene's).
-    mesh_alpha_start : (K,) int64
-        First row of each mesh's faces in ``faces``, -1 for none.
-    faces : (J, 9) float32
-        Per face: ``s0, t0, s1, t1, s2, t2, a0, a1, a2``.
-    face_material : (J,) int32
-        Row of ``materials`` of each face, -1 for an opaque face.
-    materials : (M, 8) float64
-        ``mode, cutoff, factor, offset, width, height, wrap_s, wrap_t``.
-    texels : (X,) uint8
-        Every mask image, row-major, row 0 at the top.
-    """
-
-    on: bool
-    blend_cutoff: float
-    mesh_of: np.ndarray
-    face_index: np.ndarray
-    mesh_alpha_start: np.ndarray
-    faces: np.ndarray
-    face_material: np.ndarray
-    materials: np.ndarray
-    texels: np.ndarray
+#: The fields of the plain tuple the alpha-tested leaf tests read, passed to
+#: the scene kernels beside the scene's arrays (a plain tuple: numba's
+#: dispatcher types one in a fraction of a microsecond, a NamedTuple of
+#: arrays costs it some two, which a click's single-ray pick would pay).
+#: ``K`` meshes, ``J`` faces of alpha-tested meshes, ``M`` materials:
+#:
+#: - ``on`` (bool): whether this query tests alpha (its ``alpha_test``, and
+#:   the scene having alpha-tested faces);
+#: - ``blend_cutoff`` (float): the cutoff of ``BLEND`` materials for this query;
+#: - ``mesh_of`` (O,) int32: mesh of each object (the scene's);
+#: - ``face_index`` (T,) int32: face of each packed triangle row (the scene's);
+#: - ``mesh_alpha_start`` (K,) int64: first row of each mesh's faces in
+#:   ``faces``, -1 for none;
+#: - ``faces`` (J, 9) float32: per face ``s0, t0, s1, t1, s2, t2, a0, a1, a2``;
+#: - ``face_material`` (J,) int32: row of ``materials`` of each face, -1 for opaque;
+#: - ``materials`` (M, 8) float64: ``mode, cutoff, factor, offset, width,
+#:   height, wrap_s, wrap_t``;
+#: - ``texels`` (X,) uint8: every mask image, row-major, row 0 at the top.
+ALPHA_FIELDS = ("on", "blend_cutoff", "mesh_of", "face_index", "mesh_alpha_start", "faces", "face_material",
+                "materials", "texels")
 
 
 @jit_inline
@@ -161,20 +142,20 @@ def hit_alpha(faces, materials, texels, j, m, u, v):
 @jit_inline
 def alpha_passes(alpha, k, u, v, obj):
     """Whether a candidate hit at barycentrics ``(u, v)`` on packed triangle
-    row ``k`` of object ``obj`` stands: True unless ``alpha`` (an
-    :class:`AlphaArrays`) tests alpha and the texel there is transparent."""
-    if not alpha.on:
+    row ``k`` of object ``obj`` stands: True unless ``alpha`` (the tuple of
+    :data:`ALPHA_FIELDS`) tests alpha and the texel there is transparent."""
+    on, blend_cutoff, mesh_of, face_index, mesh_alpha_start, faces, face_material, materials, texels = alpha
+    if not on:
         return True
-    start = alpha.mesh_alpha_start[alpha.mesh_of[obj]]
+    start = mesh_alpha_start[mesh_of[obj]]
     if start < 0:
         return True
-    j = start + alpha.face_index[k]
-    m = alpha.face_material[j]
+    j = start + face_index[k]
+    m = face_material[j]
     if m < 0:
         return True
-    materials = alpha.materials
-    cutoff = materials[m, CUTOFF] if materials[m, MODE] == MASK else alpha.blend_cutoff
-    return hit_alpha(alpha.faces, materials, alpha.texels, j, m, u, v) >= cutoff
+    cutoff = materials[m, CUTOFF] if materials[m, MODE] == MASK else blend_cutoff
+    return hit_alpha(faces, materials, texels, j, m, u, v) >= cutoff
 
 
 # ------------------------------------------------------------------ leaf tests

@@ -24,6 +24,7 @@ accessors are not read (the primitive's alpha is refused with a message).
 
 import base64
 import io
+import logging
 import struct
 import urllib.parse
 from typing import NamedTuple
@@ -31,6 +32,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .materials import DEFAULT_CUTOFF, WRAP_MODES, AlphaMaterial
+
+_log = logging.getLogger("bvh")
 
 #: numpy dtypes of glTF's accessor component types (§3.6.2.2), little-endian.
 _COMPONENTS = {5120: "<i1", 5121: "<u1", 5122: "<i2", 5123: "<u2", 5125: "<u4", 5126: "<f4"}
@@ -224,29 +227,36 @@ class GltfFile:
         """Hang each alpha-tested primitive's :class:`PrimitiveAlpha` on the
         trimesh geometry made of it (``metadata["bvh_alpha"]``).
 
+        Does nothing for a file without a ``MASK`` or ``BLEND`` material.
         trimesh makes one geometry per primitive of the modes it reads, in
         the file's order of meshes and primitives; each geometry is matched
         to its primitive in that order and checked by its vertex count.
+        Should they not line up (a trimesh that reads otherwise), the file
+        is read without alpha, with a warning in the log, rather than
+        refused: it is our reading that failed, not the file.
 
         Raises
         ------
         ValueError
-            When the geometries do not line up with the file's primitives,
-            or a primitive's alpha cannot be read (naming it).
+            When a primitive's alpha cannot be read (naming what is wrong).
         """
+        materials = self._list("materials")
+        if not any(isinstance(m, dict) and m.get("alphaMode", "OPAQUE") != "OPAQUE" for m in materials):
+            return
         primitives = [(m, p) for m, mesh in enumerate(self._list("meshes")) if isinstance(mesh, dict)
                       for p in mesh.get("primitives", []) if isinstance(p, dict)
                       and p.get("mode", 4) in _TRIMESH_MODES]
-        if len(primitives) != len(geometries):
-            raise ValueError(f"its {len(primitives)} primitives do not match the {len(geometries)} geometries read")
-        for (mesh, primitive), geometry in zip(primitives, geometries):
+        counts = [self._entry("accessors", p.get("attributes", {}).get("POSITION")).get("count")
+                  if isinstance(p.get("attributes"), dict) and "POSITION" in p["attributes"] else None
+                  for _, p in primitives]
+        if len(primitives) != len(geometries) or any(
+                count != len(getattr(geometry, "vertices", ())) for count, geometry in zip(counts, geometries)):
+            _log.warning("glTF file read without its alpha-tested materials: trimesh's %d geometries do not line "
+                         "up with the file's %d primitives", len(geometries), len(primitives))
+            return
+        for (mesh, primitive), geometry, count in zip(primitives, geometries, counts):
             if primitive.get("mode", 4) not in _TRIANGLE_MODES:
                 continue
-            position = self._entry("accessors", primitive.get("attributes", {}).get("POSITION"))
-            count = len(getattr(geometry, "vertices", ()))
-            if position.get("count") != count:
-                raise ValueError(f"a primitive of mesh {mesh} has {position.get('count')} vertices, but the "
-                                 f"geometry read from it {count}")
             alpha = self.primitive_alpha(mesh, primitive, count)
             if alpha is not None:
                 geometry.metadata["bvh_alpha"] = alpha

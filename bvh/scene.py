@@ -29,7 +29,6 @@ import numpy as np
 from . import (closest_point as closest_point_kernels, overlap as overlap_kernels, scene_kernels,
                sphere_cast as sphere_cast_kernels, winding)
 from .scene_kernels import SceneArrays
-from .alpha import AlphaArrays
 from ._jit import FAR
 from .builder import binned_sah_build
 from .frustum import (INSIDE, OUTSIDE, all_triangles_within_frustum, any_triangle_in_frustum, boxes_in_frustum,
@@ -207,6 +206,8 @@ class _Snapshot:
             links=nodes.view(np.int32).reshape(-1), tris=pack.tris.reshape(-1), face_index=pack.face_index,
             shape_start=_frozen(shape_start), shape_data=_frozen(shape_data), mesh_scale=pack.mesh_scale)
         self.has_alpha = bool((pack.mesh_alpha_start >= 0).any())
+        self.alpha_arrays = (self.arrays.mesh_of, pack.face_index, pack.mesh_alpha_start, pack.alpha_faces,
+                             pack.alpha_face_material, pack.alpha_materials, pack.alpha_texels)
 
     def _index_top_level(self, objects: int, top_order: np.ndarray) -> None:
         """Where each object's leaf slot and each row's parent slot are, and
@@ -300,15 +301,10 @@ class _Snapshot:
             return self.arrays
         return self.arrays._replace(enabled=enabled)
 
-    def alpha(self, alpha_test: bool, alpha_cutoff: float) -> AlphaArrays:
-        """The alpha-tested leaf tests' arrays for a query (``bvh.alpha``):
+    def alpha(self, alpha_test: bool, alpha_cutoff: float) -> tuple:
+        """The alpha-tested leaf tests' tuple for a query (``bvh.alpha.ALPHA_FIELDS``):
         testing off when the query turns it off or no face is alpha-tested."""
-        pack = self.pack
-        return AlphaArrays(on=alpha_test and self.has_alpha, blend_cutoff=alpha_cutoff,
-                           mesh_of=self.arrays.mesh_of, face_index=pack.face_index,
-                           mesh_alpha_start=pack.mesh_alpha_start, faces=pack.alpha_faces,
-                           face_material=pack.alpha_face_material, materials=pack.alpha_materials,
-                           texels=pack.alpha_texels)
+        return (alpha_test and self.has_alpha, alpha_cutoff) + self.alpha_arrays
 
 
 def _patched(array: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -488,6 +484,9 @@ def _check_annotations(annotations) -> dict:
 
 def _check_alpha_options(alpha_test, alpha_cutoff) -> tuple[bool, float]:
     """``(alpha_test, alpha_cutoff)`` of a query, validated."""
+    if type(alpha_test) is bool and type(alpha_cutoff) is float and 0.0 <= alpha_cutoff <= 1.0:
+        # The common case, checked first: a click's pick should not pay for the rest.
+        return alpha_test, alpha_cutoff
     if not isinstance(alpha_test, (bool, np.bool_)):
         raise ValueError(f"alpha_test must be True or False, got {alpha_test!r}")
     if isinstance(alpha_cutoff, bool) or not isinstance(alpha_cutoff, (int, float, np.integer, np.floating)) \

@@ -89,7 +89,7 @@ MERGE_FRACTION = 1.0e-9
 # ``out`` of the closest-hit tests: ``(hit, cull, alpha)``, the ray's hit record
 # (``bvh.leaf_tests.HIT_*``: t, u, v, packed triangle row or -1 for a shape,
 # object, a shape's object-space normal), the culling flag and the query's
-# ``bvh.alpha.AlphaArrays``; every query's ``out`` ends with the latter, which
+# ``bvh.alpha.ALPHA_FIELDS`` tuple; every query's ``out`` ends with the latter, which
 # the mesh leaves' alpha test reads (shapes have no texture).
 
 

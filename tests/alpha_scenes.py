@@ -186,7 +186,8 @@ def tree_scene(cards: int = 6, seed: int = 7) -> tuple[bytes, list]:
     """A tree-like card mesh in front of an opaque wall: an opaque trunk and
     ``cards`` leaf cards (MASK, each its own leafy mask; one mesh of several
     primitives, so per-face materials) at depths 0.1 .. 0.9, offset on the
-    1/8 grid, and a wall at z = -1. Nodes: 0 the tree, 1 the wall."""
+    1/8 grid, and a wall at z = -1. Nodes: 0 the tree, 1 the wall, 2 the
+    tree again, moved."""
     rng = np.random.default_rng(seed)
     trunk = quad(0.875, -1.0, 0.05, 0.25, 2.0)
     primitives = [trunk]
@@ -197,9 +198,11 @@ def tree_scene(cards: int = 6, seed: int = 7) -> tuple[bytes, list]:
         card["material"] = len(materials)
         materials.append({"alphaMode": "MASK", "mask": leaf_mask(seed * 100 + k)})
         primitives.append(card)
-    wall = quad(-1.0, -1.0, -1.0, 4.0, 4.0)
+    wall = quad(-2.0, -2.0, -1.0, 6.0, 6.0)
     meshes = [primitives, [wall]]
-    nodes = [{"mesh": 0, "name": "tree"}, {"mesh": 1, "name": "wall"}]
+    # A second instance of the tree, moved on the 1/8 grid and nearer: instancing and transforms.
+    nodes = [{"mesh": 0, "name": "tree"}, {"mesh": 1, "name": "wall"},
+             {"mesh": 0, "name": "tree2", "translation": (0.75, -0.375, 1.0)}]
     return write_glb(meshes, materials, nodes), _truth(meshes, materials, nodes)
 
 

@@ -15,8 +15,8 @@ from .reference_alpha import CLAMP_TO_EDGE, MIRRORED_REPEAT, REPEAT, closest_nod
 
 def _load(glb: bytes):
     scene = bvh.load(glb, file_type="glb")
-    node_of_object = {info.id: int(info.name == "wall") if info.name in ("card", "tree", "wall") else -1
-                      for info in scene.objects}
+    nodes = {"card": 0, "tree": 0, "wall": 1, "tree2": 2}
+    node_of_object = {info.id: nodes[info.name] for info in scene.objects}
     return scene, node_of_object
 
 
@@ -256,3 +256,28 @@ def test_texcoord_set_and_opaque_materials_from_gltf():
     np.testing.assert_array_equal(hits.object[origins[:, 0] > 2.0] >= 0, True)
     tested = {info.name: scene.meshes[info.mesh].alpha_tested for info in scene.objects}
     assert tested == {"card": True, "opaque": False}
+
+
+def test_a_texture_set_the_primitive_lacks_is_refused_by_name():
+    card = quad(0.0, 0.0, 0.0)
+    card["material"] = 0
+    glb = write_glb([[card]], [{"alphaMode": "MASK", "mask": checkerboard(), "texCoord": 1}], [{"mesh": 0}])
+    with pytest.raises(ValueError, match="could not read the alpha of this GLB file's materials: material 0's "
+                                         "baseColorTexture reads TEXCOORD_1, which a primitive of mesh 0 does "
+                                         "not have"):
+        bvh.load(glb, file_type="glb")
+
+
+def test_geometries_that_do_not_line_up_are_read_without_alpha(caplog):
+    import json
+    import struct
+
+    from bvh.gltf_materials import GltfFile
+
+    glb, _ = checker_card_scene()
+    (length,) = struct.unpack_from("<I", glb, 12)
+    document = json.loads(glb[20:20 + length])
+    geometries = [type("Geometry", (), {"vertices": np.zeros((3, 3)), "metadata": {}})()]
+    GltfFile(document, glb).tag_geometries(geometries)
+    assert "bvh_alpha" not in geometries[0].metadata
+    assert "do not line up with the file's 2 primitives" in caplog.text
