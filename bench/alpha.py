@@ -13,7 +13,8 @@
    64 x 64 leafy masks covering about half of each card, randomly turned and
    placed in a 10 x 10 x 10 crown over an opaque ground) traced by
    ``--rays`` random rays from around the crown towards its middle, closest
-   hit on both threads (``Scene.intersect``), best of three. The same scene
+   hit on both threads (``Scene.intersect``), best of five rounds that time
+   each way once in turn. The same scene
    four ways: alpha-tested; with ``alpha_test=False``; built without its
    materials; and with fully opaque masks (every candidate hit sampled, as
    alpha-tested, but every ray stopping where the stripped scene's does).
@@ -83,14 +84,18 @@ def foliage(cards: int, seed: int = 5):
     return np.concatenate(vertices), np.concatenate(faces), alpha
 
 
-def best_rate(function, rays: int, repeat: int = 3) -> float:
-    function()
-    best = np.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
+def best_rates(functions: dict, rays: int, rounds: int = 5) -> dict:
+    """Rays per second of each function, the best of ``rounds`` rounds that
+    time each once in turn (so that a change of load hits them alike)."""
+    for function in functions.values():
         function()
-        best = min(best, time.perf_counter() - start)
-    return rays / best
+    best = dict.fromkeys(functions, np.inf)
+    for _ in range(rounds):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: rays / seconds for name, seconds in best.items()}
 
 
 def rate(cards: int, count: int) -> None:
@@ -113,10 +118,10 @@ def rate(cards: int, count: int) -> None:
     hit_tested = tested.intersect(origins, directions)
     hit_plain = stripped.intersect(origins, directions)
     through = float(np.mean(hit_tested.t > hit_plain.t))
-    rates = {"alpha-tested": best_rate(lambda: tested.intersect(origins, directions), count),
-             "alpha_test=False": best_rate(lambda: tested.intersect(origins, directions, alpha_test=False), count),
-             "materials stripped": best_rate(lambda: stripped.intersect(origins, directions), count),
-             "opaque masks": best_rate(lambda: sampled.intersect(origins, directions), count)}
+    rates = best_rates({"alpha-tested": lambda: tested.intersect(origins, directions),
+                        "alpha_test=False": lambda: tested.intersect(origins, directions, alpha_test=False),
+                        "materials stripped": lambda: stripped.intersect(origins, directions),
+                        "opaque masks": lambda: sampled.intersect(origins, directions)}, count)
     print(f"foliage: {cards} cards ({faces.shape[0]} triangles), {count} rays, closest hit, both threads; "
           f"{through:.0%} of the rays see past a leaf's transparent texels")
     for name, value in rates.items():

@@ -97,6 +97,9 @@ ALPHA_FIELDS = ("on", "blend_cutoff", "mesh_of", "face_index", "mesh_alpha_start
 def wrap_texel(i, size, mode):
     """Texel index ``i`` (any integer) wrapped into ``[0, size)`` by a glTF
     sampler's wrap ``mode`` (OpenGL 4.6 §8.14.2, table 8.20)."""
+    if 0 <= i < size:
+        # Every mode keeps an index inside the image, the usual case: no division.
+        return i
     if mode == CLAMP_TO_EDGE:
         return min(max(i, 0), size - 1)
     if mode == MIRRORED_REPEAT:
