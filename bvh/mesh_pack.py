@@ -20,7 +20,8 @@ import numpy as np
 from ._jit import MAX_DEPTH
 from .builder import binned_sah_build
 from .config import BuildConfig
-from .alpha import FACE_COLUMNS, HEIGHT, MATERIAL_COLUMNS, OFFSET, WIDTH
+from . import alpha as alpha_columns
+from .alpha import FACE_COLUMNS, MATERIAL_COLUMNS
 from .materials import PackedAlpha, alpha_of_rows, pack_mesh_alpha
 from .node_layout import CHILD_COUNT, CHILD_FIRST, EMPTY_MIN, MAX_X, MIN_X, WIDTH, aligned_empty, \
     collapse_to_wide, rebase
@@ -332,7 +333,7 @@ def _appended_alpha(pack: MeshPack, chunks: list[MeshChunk]) -> dict:
         face_material.append(np.where(alpha.face_material >= 0, alpha.face_material + material_base, -1)
                              .astype(np.int32))
         rows = alpha.materials.copy()
-        rows[:, OFFSET] += texel_base
+        rows[:, alpha_columns.OFFSET] += texel_base
         materials.append(rows)
         texels.append(alpha.texels)
         face_base += alpha.faces.shape[0]
@@ -364,13 +365,18 @@ def check_alpha(pack: MeshPack) -> None:
     ends = start[tested] + np.diff(pack.face_start)[tested]
     if ends.size and ends.max() > faces.shape[0]:
         raise ValueError("mesh_alpha_start points past the alpha faces")
+    if not np.isfinite(faces).all():
+        raise ValueError("alpha_faces hold NaN or infinite values")
     material = pack.alpha_face_material
     if material.size and (material.min() < -1 or material.max() >= materials.shape[0]):
         raise ValueError("alpha_face_material refers to a material that is not there")
     if materials.shape[0]:
-        size = materials[:, WIDTH] * materials[:, HEIGHT]
-        if not (np.isfinite(materials).all() and (materials[:, OFFSET] >= 0).all() and (size >= 0).all()
-                and (materials[:, OFFSET] + size <= texels.shape[0]).all()):
+        placed = materials[:, [alpha_columns.OFFSET, alpha_columns.WIDTH, alpha_columns.HEIGHT]]
+        offset, width, height = placed.T
+        # Whole numbers, an image of at least one texel (or none), inside the texels.
+        if not (np.isfinite(materials).all() and (np.floor(placed) == placed).all() and (offset >= 0).all()
+                and (width >= 0).all() and ((width == 0) | (height > 0)).all()
+                and (offset + width * height <= texels.shape[0]).all()):
             raise ValueError("an alpha material's mask lies outside alpha_texels")
 
 
