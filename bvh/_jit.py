@@ -26,7 +26,7 @@ from numba import njit
 #: API, loading and saving. A change to them cannot change compiled code, so
 #: they are left out of the cache key and editing them does not recompile.
 PYTHON_ONLY = frozenset({"__init__.py", "gltf_materials.py", "hits.py", "loader.py", "materials.py", "mesh_bvh.py",
-                         "mesh_pack.py", "persistence.py", "scene.py"})
+                         "mesh_pack.py", "persistence.py", "scene.py", "trimesh.py"})
 
 
 def _source_keyed_cache_dir(package: Path = Path(__file__).resolve().parent) -> Path:

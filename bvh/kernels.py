@@ -219,7 +219,7 @@ def _share_vertex(tris, j, k):
 
 @jit
 def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end,
-                   starts, cursor, rows, ts, us, vs, keep, merge_length):
+                   starts, cursor, rows, ts, us, vs, keep, merge_length, max_hits):
     stack_first, stack_count, stack_t = new_stack()
     flat_nodes = nodes.reshape(nodes.size)
     flat_links = links.reshape(links.size)
@@ -250,22 +250,31 @@ def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, 
             us[m + 1] = uj
             vs[m + 1] = vj
         # A ray through a shared edge or vertex meets the faces around it at
-        # the same point: one crossing of the surface, reported once.
+        # the same point: one crossing of the surface, reported once. Of the
+        # crossings, the first max_hits (nearest first) are kept.
         length = math.sqrt(directions[i, 0] ** 2 + directions[i, 1] ** 2 + directions[i, 2] ** 2)
         kept = -1
+        crossings = 0
         for j in range(lo, hi):
             keep[j] = True
             if kept >= 0 and (ts[j] - ts[kept]) * length <= merge_length and _share_vertex(tris, rows[j], rows[kept]):
                 keep[j] = False
             else:
                 kept = j
+                crossings += 1
+                if crossings > max_hits:
+                    keep[j] = False
 
 
 @jit_parallel
 def collect_hits_parallel(nodes, links, tris, offset, origins, directions, tmin, tmax, starts, cursor,
-                          rows, ts, us, vs, keep, merge_length):
+                          rows, ts, us, vs, keep, merge_length, max_hits):
+    """Every hit of each ray in ``[tmin, tmax]`` into its segment
+    ``starts[i]:starts[i] + counts[i]`` (``count_hits_parallel``), sorted by
+    ``t``; ``keep`` marks the first hit of each crossing of the surface,
+    nearest first, up to ``max_hits`` crossings per ray (int64)."""
     n = origins.shape[0]
     for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
         _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax,
                        b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), starts, cursor, rows, ts, us, vs,
-                       keep, merge_length)
+                       keep, merge_length, max_hits)

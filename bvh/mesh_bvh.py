@@ -1,5 +1,6 @@
 """The numpy-facing mesh BVH: build it, then query it with batches of rays."""
 
+import math
 import threading
 from typing import Callable, NamedTuple
 
@@ -14,8 +15,9 @@ from .hits import AllHits, ClosestPoints, Hits, SphereHits, dot_rows, face_norma
 from .node_layout import CHILD_COUNT, ROW, WIDTH, aligned_empty, collapse_to_wide
 from .refit import check_refit_vertices, refit_tree, wide_sah_cost
 from .tree import Tree
-from .triangles import prepare_triangles
-from .validation import check_max_distance, check_mesh, check_points, check_radius, check_rays, check_window
+from .triangles import TriangleData, prepare_triangles
+from .validation import (check_max_distance, check_mesh, check_points, check_radius, check_rays,
+                         check_rays_allowing_zero, check_window)
 
 #: Batches up to this size run on the calling thread: waking the thread pool
 #: costs more than tracing a few rays.
@@ -34,6 +36,15 @@ CARVE_FROM = 4096
 #: share a vertex, are one crossing of the surface (see ``intersect_all``).
 MERGE_FRACTION = 1.0e-9
 
+#: :attr:`MeshBVH.start_tolerance` in units of the float32 rounding bound
+#: ``sqrt(3) * 2**-24 * max |coordinate|`` of the stored triangles: a ray
+#: leaving the face at up to 60 degrees from its normal meets it within
+#: twice the bound, and the other half is room for the float64 arithmetic.
+START_TOLERANCE_BOUNDS = 4.0
+
+#: What ``zero_directions`` may be.
+ZERO_DIRECTIONS = ("raise", "miss")
+
 Builder = Callable[[np.ndarray, np.ndarray, BuildConfig], Tree]
 
 
@@ -48,10 +59,21 @@ class _Arrays(NamedTuple):
     face_index: np.ndarray
     offset: np.ndarray
     merge_length: float
+    start_tolerance: float
 
 
 def _merge_length(triangles: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
     return MERGE_FRACTION * float(np.linalg.norm(hi - lo)) if len(triangles) else 0.0
+
+
+def _start_tolerance(triangles: np.ndarray, lo: np.ndarray, hi: np.ndarray, offset: np.ndarray) -> float:
+    """:attr:`MeshBVH.start_tolerance` of triangles stored relative to
+    ``offset`` whose world box is ``lo, hi``: their largest stored
+    coordinate is at most the box's largest distance from the offset."""
+    if not len(triangles):
+        return 0.0
+    largest = float(max(np.abs(lo - offset).max(), np.abs(hi - offset).max()))
+    return START_TOLERANCE_BOUNDS * math.sqrt(3.0) * 2.0 ** -24 * largest
 
 
 class MeshBVH:
@@ -97,9 +119,29 @@ class MeshBVH:
         #: (``bvh.winding``) of the tree whose nodes are ``nodes``.
         self._dipole_cache = None
         self.refit_cost_ratio = 1.0
-        self._arrays = _Arrays(nodes, nodes.view(np.int32), triangles, face_index, offset, 0.0)
+        self._arrays = _Arrays(nodes, nodes.view(np.int32), triangles, face_index, offset, 0.0, 0.0)
         lo, hi = self.bounds
-        self._arrays = self._arrays._replace(merge_length=_merge_length(triangles, lo, hi))
+        self._arrays = self._arrays._replace(merge_length=_merge_length(triangles, lo, hi),
+                                             start_tolerance=_start_tolerance(triangles, lo, hi, offset))
+
+    @property
+    def start_tolerance(self) -> float:
+        """World distance by which a ray that starts on a face may start off
+        the face as stored: pass ``tmin = -start_tolerance / |direction|``
+        for such a ray to meet that face.
+
+        The triangles are stored in float32 (relative to :attr:`offset`),
+        each coordinate within ``2**-24 * |x|`` of the float64 vertex it came
+        from, so a point of a face as given, a float64 origin on it, is
+        within ``sqrt(3) * 2**-24 * max |x|`` of the stored face, on either
+        side: a ray starting there and leaving the face may meet it at a
+        ``t`` a few ulps below 0. This is :data:`START_TOLERANCE_BOUNDS`
+        times that bound (the ``t`` of a ray leaving at angle ``a`` from the
+        normal moves by the distance over ``cos a``; the factor covers
+        ``a`` up to 60 degrees, twice over). 0.0 for a mesh without
+        triangles.
+        """
+        return self._arrays.start_tolerance
 
     @property
     def nodes(self) -> np.ndarray:
@@ -226,7 +268,7 @@ class MeshBVH:
         # float32 triangles' (as at build): a tolerance, it need not be exact,
         # and a pass over every corner would cost a tenth of the refit.
         self._arrays = _Arrays(nodes, nodes.view(np.int32), triangles, old.face_index, offset,
-                               _merge_length(triangles, lo, hi))
+                               _merge_length(triangles, lo, hi), _start_tolerance(triangles, lo, hi, offset))
         built = self._built_wide_cost
         self.refit_cost_ratio = self._wide_cost(nodes) / built if built > 0.0 else 1.0
 
@@ -234,7 +276,8 @@ class MeshBVH:
         return wide_sah_cost(nodes, nodes.view(np.int32), self.config.traversal_cost, self.config.intersection_cost)
 
     # ---------------------------------------------------------------- queries
-    def intersect(self, origins, directions, tmin=0.0, tmax=np.inf, cull_backfaces=False) -> Hits:
+    def intersect(self, origins, directions, tmin=0.0, tmax=np.inf, cull_backfaces=False,
+                  zero_directions="raise") -> Hits:
         """Closest hit of each ray in ``[tmin, tmax]``.
 
         Parameters
@@ -243,17 +286,38 @@ class MeshBVH:
             Rays ``origin + t * direction``; directions need not be unit, and
             ``t`` is measured along them as given.
         tmin, tmax : float
-            The window of ``t`` searched, ``0 <= tmin <= tmax``; tmax may be inf.
+            The window of ``t`` searched, ``tmin <= tmax``; tmax may be inf.
+            A negative tmin accepts hits that far behind the origin: a ray
+            starting on a face meets it with ``tmin = -start_tolerance /
+            |direction|`` (see :attr:`start_tolerance`). The traversal's
+            guarantee never to miss a box (Ize 2013) covers ``t >= 0``;
+            behind the origin the boxes' float32 padding covers small
+            tolerances such as that, not long stretches.
         cull_backfaces : bool
             Ignore faces whose normal points along the ray.
+        zero_directions : {"raise", "miss"}
+            What a direction of length zero (or below
+            ``bvh.validation.MIN_DIRECTION_LENGTH``) gets: a ValueError, or
+            a miss, as trimesh and Embree answer it.
 
         Returns
         -------
         Hits
             Arrays of length N; ``triangle`` is -1 and ``t`` inf on a miss.
         """
-        origins, directions = check_rays(origins, directions)
-        tmin, tmax = check_window(tmin, tmax)
+        origins, directions, traceable = _check_rays(origins, directions, zero_directions)
+        tmin, tmax = check_window(tmin, tmax, allow_negative_tmin=True)
+        if traceable is not None:
+            hits = _misses(origins.shape[0])
+            if traceable.any():
+                found = self._intersect(origins[traceable], directions[traceable], tmin, tmax, cull_backfaces)
+                for name, values in vars(found).items():
+                    getattr(hits, name)[traceable] = values
+            return hits
+        return self._intersect(origins, directions, tmin, tmax, cull_backfaces)
+
+    def _intersect(self, origins, directions, tmin, tmax, cull_backfaces) -> Hits:
+        """:meth:`intersect` of validated rays."""
         n = origins.shape[0]
         arrays = self._arrays
         if arrays.triangles.shape[0] == 0:
@@ -266,38 +330,66 @@ class MeshBVH:
                tmin, min(tmax, FAR), bool(cull_backfaces), rows, triangle, t, u, v, point, normal, front_face)
         return Hits(triangle, t, u, v, point, normal, front_face)
 
-    def occluded(self, origins, directions, tmin=0.0, tmax=np.inf) -> np.ndarray:
+    def occluded(self, origins, directions, tmin=0.0, tmax=np.inf, zero_directions="raise") -> np.ndarray:
         """Whether anything lies on each ray within ``[tmin, tmax]`` (any hit, early exit).
+
+        ``tmin`` may be negative and ``zero_directions`` is ``"raise"`` or
+        ``"miss"``, as in :meth:`intersect`.
 
         Returns
         -------
         (N,) bool
         """
-        origins, directions = check_rays(origins, directions)
-        tmin, tmax = check_window(tmin, tmax)
+        origins, directions, traceable = _check_rays(origins, directions, zero_directions)
+        tmin, tmax = check_window(tmin, tmax, allow_negative_tmin=True)
         n = origins.shape[0]
         occluded = np.zeros(n, np.bool_)
         arrays = self._arrays
         if arrays.triangles.shape[0] == 0:
+            return occluded
+        if traceable is not None:
+            occluded[traceable] = self.occluded(origins[traceable], directions[traceable], tmin, tmax)
             return occluded
         kernel = kernels.occluded_serial if n <= SERIAL_BATCH else kernels.occluded_parallel
         kernel(arrays.nodes, arrays.links, arrays.triangles, arrays.offset, origins, directions, tmin,
                min(tmax, FAR), occluded)
         return occluded
 
-    def intersect_all(self, origins, directions, tmin=0.0, tmax=np.inf) -> AllHits:
-        """Every surface crossing of each ray within ``[tmin, tmax]``.
+    def intersect_all(self, origins, directions, tmin=0.0, tmax=np.inf, max_hits=None,
+                      zero_directions="raise") -> AllHits:
+        """Every surface crossing of each ray within ``[tmin, tmax]``, or the
+        nearest ``max_hits`` of them.
 
         A ray through an edge or vertex shared by several faces crosses the
         surface once and is reported once (on one of those faces).
+
+        Parameters
+        ----------
+        origins, directions : (N, 3) or (3,) float
+        tmin, tmax : float
+            As in :meth:`intersect` (tmin may be negative).
+        max_hits : int or None
+            Crossings kept per ray, nearest first (``>= 0``); None for all.
+        zero_directions : {"raise", "miss"}
+            As in :meth:`intersect`: a ray of zero direction has no hits.
 
         Returns
         -------
         AllHits
             Flat arrays sorted by ``(ray, t)``.
         """
-        origins, directions = check_rays(origins, directions)
-        tmin, tmax = check_window(tmin, tmax)
+        origins, directions, traceable = _check_rays(origins, directions, zero_directions)
+        tmin, tmax = check_window(tmin, tmax, allow_negative_tmin=True)
+        limit = _check_max_hits(max_hits)
+        if traceable is not None:
+            traced = np.flatnonzero(traceable)
+            found = self._intersect_all(origins[traced], directions[traced], tmin, tmax, limit)
+            return AllHits(traced[found.ray], found.t, found.triangle, found.u, found.v, found.point, found.normal,
+                           found.front_face)
+        return self._intersect_all(origins, directions, tmin, tmax, limit)
+
+    def _intersect_all(self, origins, directions, tmin, tmax, max_hits) -> AllHits:
+        """:meth:`intersect_all` of validated rays, ``max_hits`` an int64."""
         n = origins.shape[0]
         arrays = self._arrays
         if arrays.triangles.shape[0] == 0:
@@ -319,7 +411,7 @@ class MeshBVH:
         cursor = np.empty(n, np.int64)
         kernels.collect_hits_parallel(arrays.nodes, arrays.links, arrays.triangles, arrays.offset, origins,
                                       directions, tmin, tmax, starts, cursor, rows, t, u, v, keep,
-                                      arrays.merge_length)
+                                      arrays.merge_length, max_hits)
         ray = np.repeat(np.arange(n, dtype=np.int64), counts)[keep]
         rows = rows[keep]
         t = t[keep]
@@ -571,6 +663,29 @@ def _carve(n: int, columns) -> list[np.ndarray]:
     return arrays
 
 
+def _check_rays(origins, directions, zero_directions: str):
+    """``(origins, directions, traceable)``: the rays validated, and which
+    of them to trace (None for all) when zero directions are misses."""
+    if zero_directions == "raise":
+        return (*check_rays(origins, directions), None)
+    if zero_directions == "miss":
+        return check_rays_allowing_zero(origins, directions)
+    raise ValueError(f"zero_directions must be one of {ZERO_DIRECTIONS}, got {zero_directions!r}")
+
+
+#: What ``max_hits=None`` means: more crossings than any ray can have.
+ALL_HITS = np.int64(2 ** 62)
+
+
+def _check_max_hits(max_hits) -> np.int64:
+    """``max_hits`` as the kernels' int64; None is :data:`ALL_HITS`."""
+    if max_hits is None:
+        return ALL_HITS
+    if isinstance(max_hits, (bool, np.bool_)) or not isinstance(max_hits, (int, np.integer)) or max_hits < 0:
+        raise ValueError(f"max_hits must be an integer >= 0 or None, got {max_hits!r}")
+    return np.int64(min(int(max_hits), int(ALL_HITS)))
+
+
 def _misses(n: int) -> Hits:
     nan3 = np.full((n, 3), np.nan)
     return Hits(np.full(n, -1, np.int64), np.full(n, np.inf), np.full(n, np.nan), np.full(n, np.nan),
@@ -593,7 +708,7 @@ def _closest_points(arrays: _Arrays, rows: np.ndarray, d2: np.ndarray, u: np.nda
     return ClosestPoints(triangle, nearest, distance, u, v, normal)
 
 
-def build(vertices, faces, *, builder: Builder | None = None, **options) -> MeshBVH:
+def build(vertices, faces, *, builder: Builder | None = None, allow_empty: bool = False, **options) -> MeshBVH:
     """Build the BVH of a triangle mesh.
 
     Parameters
@@ -605,6 +720,10 @@ def build(vertices, faces, *, builder: Builder | None = None, **options) -> Mesh
     builder : callable, optional
         ``builder(boxes, centroids, config) -> Tree``; the binned SAH builder
         by default.
+    allow_empty : bool
+        Accept a mesh without vertices or faces (refused by default, as a
+        likely mistake): its tree is empty and every query misses, as a
+        mesh of zero-area faces does.
     **options
         Fields of :class:`bvh.BuildConfig` (``bins``, ``max_leaf_size``, ...).
 
@@ -615,12 +734,12 @@ def build(vertices, faces, *, builder: Builder | None = None, **options) -> Mesh
     Raises
     ------
     ValueError
-        On malformed or empty meshes, out-of-range indices, non-finite
-        coordinates and unknown options, saying which.
+        On malformed or (unless ``allow_empty``) empty meshes, out-of-range
+        indices, non-finite coordinates and unknown options, saying which.
     """
     config = BuildConfig.from_options(**options)
-    vertices, faces = check_mesh(vertices, faces)
-    data = prepare_triangles(vertices, faces)
+    vertices, faces = check_mesh(vertices, faces, allow_empty=allow_empty)
+    data = prepare_triangles(vertices, faces) if faces.shape[0] else _no_triangles()
     if data.face_index.shape[0] == 0:
         empty_nodes = aligned_empty((1, ROW), np.float32)
         empty_nodes[:] = 0.0
@@ -638,6 +757,12 @@ def build(vertices, faces, *, builder: Builder | None = None, **options) -> Mesh
     return MeshBVH(collapse_to_wide(tree), triangles, face_index, data.offset, tree.depth, faces.shape[0], config,
                    tree_sah_cost(tree, config), _vertex_index_rows(faces[face_index]),
                    _vertex_index_rows(faces[dropped]), vertices.shape[0])
+
+
+def _no_triangles() -> TriangleData:
+    """The prepared triangles of a mesh without faces."""
+    return TriangleData(np.zeros(3), np.empty((0, 9), np.float32), np.empty(0, np.int32), np.empty((0, 6)),
+                        np.empty((0, 3)))
 
 
 def _vertex_index_rows(faces: np.ndarray) -> np.ndarray:

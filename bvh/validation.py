@@ -115,6 +115,40 @@ def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
     return origins, directions
 
 
+def check_rays_allowing_zero(origins, directions) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """:func:`check_rays`, but a direction too short to trace (zero, or
+    shorter than :data:`MIN_DIRECTION_LENGTH`) is not refused: such a ray
+    goes nowhere, so it hits nothing, as trimesh and Embree answer.
+
+    Returns
+    -------
+    origins, directions : (N, 3) float64
+    traceable : (N,) bool or None
+        Which rays have a direction long enough to trace; None when all do
+        (the common case, which then costs no extra pass).
+    """
+    origins = _as_ray_array("origins", origins)
+    directions = _as_ray_array("directions", directions)
+    if origins.shape[0] != directions.shape[0]:
+        raise ValueError(
+            f"origins and directions hold different numbers of rays: {origins.shape[0]} and {directions.shape[0]}"
+        )
+    kind, row = _first_bad_ray(origins, directions, MIN_DIRECTION_LENGTH, MAX_ORIGIN)
+    if kind == 0:
+        return origins, directions, None
+    # Some ray is bad: look again with short directions allowed (a minimum
+    # length of 0 is never undercut), which reports any other fault.
+    kind, row = _first_bad_ray(origins, directions, 0.0, MAX_ORIGIN)
+    if kind == 1:
+        raise ValueError(f"origins contain NaN or infinite values (first at row {row})")
+    if kind == 2:
+        raise ValueError(f"directions contain NaN or infinite values (first at row {row})")
+    if kind == 4:
+        raise ValueError(f"origins must lie within {MAX_ORIGIN:g} of the world origin (row {row})")
+    length = np.hypot(np.hypot(directions[:, 0], directions[:, 1]), directions[:, 2])
+    return origins, directions, length >= MIN_DIRECTION_LENGTH
+
+
 def check_points(points) -> np.ndarray:
     """Query points as a C-contiguous ``(N, 3)`` float64 array: finite, and
     within ``MAX_ORIGIN`` of the world origin, as ray origins are."""
@@ -156,26 +190,35 @@ def check_radius(radius, n: int) -> np.ndarray:
     return array
 
 
-def check_window(tmin, tmax) -> tuple[float, float]:
-    """Validate the ray interval ``[tmin, tmax]``; ``tmax`` may be inf."""
+def check_window(tmin, tmax, allow_negative_tmin: bool = False) -> tuple[float, float]:
+    """Validate the ray interval ``[tmin, tmax]``; ``tmax`` may be inf, and
+    ``tmin`` negative where the query accepts hits behind the origin."""
     try:
         tmin = float(tmin)
         tmax = float(tmax)
     except (TypeError, ValueError):
         raise ValueError(f"tmin and tmax must be numbers, got {tmin!r} and {tmax!r}") from None
-    if not (math.isfinite(tmin) and tmin >= 0.0):
+    if allow_negative_tmin:
+        if not math.isfinite(tmin):
+            raise ValueError(f"tmin must be a finite number, got {tmin!r}")
+    elif not (math.isfinite(tmin) and tmin >= 0.0):
         raise ValueError(f"tmin must be a finite number >= 0, got {tmin!r}")
     if math.isnan(tmax) or tmax < tmin:
         raise ValueError(f"tmax must be a number >= tmin ({tmin!r}), got {tmax!r}")
     return tmin, tmax
 
 
-def check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
-    """Validate a triangle mesh; returns ``(vertices (V, 3) float64, faces (F, 3) int64)``."""
+def check_mesh(vertices, faces, allow_empty: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a triangle mesh; returns ``(vertices (V, 3) float64, faces (F, 3) int64)``.
+
+    An empty mesh (no vertices, or no faces) is refused unless ``allow_empty``.
+    """
     vertices = real_array("vertices", vertices)
+    if vertices.ndim == 1 and vertices.shape[0] == 0 and allow_empty:
+        vertices = vertices.reshape(0, 3)
     if vertices.ndim != 2 or vertices.shape[1] != 3:
         raise ValueError(f"vertices must have shape (V, 3), got {vertices.shape}")
-    if vertices.shape[0] == 0:
+    if vertices.shape[0] == 0 and not allow_empty:
         raise ValueError("the mesh is empty: vertices has no rows")
     vertices = np.ascontiguousarray(vertices, dtype=np.float64)
     finite = np.isfinite(vertices).all(axis=1)
@@ -183,12 +226,17 @@ def check_mesh(vertices, faces) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"vertices contain NaN or infinite values (first at row {_first_bad_row(~finite)})")
 
     faces = np.asarray(faces)
+    if allow_empty and faces.shape in ((0,), (0, 3)):
+        # An empty list has dtype float and shape (0,): no faces, whatever its type.
+        faces = np.zeros((0, 3), np.int64)
     if faces.dtype == bool or faces.dtype.kind not in "iu":
         raise ValueError(f"faces must be an array of integers, got dtype {faces.dtype}")
     if faces.ndim != 2 or faces.shape[1] != 3:
         raise ValueError(f"faces must have shape (F, 3), got {faces.shape}")
     if faces.shape[0] == 0:
-        raise ValueError("the mesh is empty: faces has no rows")
+        if not allow_empty:
+            raise ValueError("the mesh is empty: faces has no rows")
+        return vertices, faces
     faces = np.ascontiguousarray(faces, dtype=np.int64)
     negative = (faces < 0).any(axis=1)
     if negative.any():
