@@ -425,4 +425,27 @@ def pixels_in_polygon(polygon, width: int, height: int, stride: int = 1) -> np.n
     return out[:found].copy()
 
 
-__all__ = ["BLOCK", "Lasso", "MAX_POINTS", "check_polygon", "pixels_in_polygon"]
+def rect_pixel_ranges(rect, width: int, height: int, stride: int = 1) -> tuple[range, range]:
+    """The columns and rows of a ``width`` x ``height`` image whose centres lie
+    in the rectangle ``[x0, y0, x1, y1]`` (corners in any order, edges
+    included), every ``stride``-th counted from the top left pixel."""
+    left, right = sorted(float(value) for value in rect[0::2])
+    top, bottom = sorted(float(value) for value in rect[1::2])
+
+    def span(low, high, size):
+        first = max(0, math.ceil(low - 0.5))
+        first += (stride - first % stride) % stride
+        last = min(size - 1, math.floor(high - 0.5))
+        return range(first, last + 1, stride) if last >= first else range(0)
+
+    return span(left, right, width), span(top, bottom, height)
+
+
+def rect_pixels(rect, width: int, height: int, stride: int = 1) -> np.ndarray:
+    """:func:`rect_pixel_ranges` as ``(M, 2)`` int64 ``[column, row]``, row-major."""
+    columns, rows = rect_pixel_ranges(rect, width, height, stride)
+    grid_rows, grid_columns = np.meshgrid(np.array(rows, np.int64), np.array(columns, np.int64), indexing="ij")
+    return np.stack([grid_columns.ravel(), grid_rows.ravel()], axis=1)
+
+
+__all__ = ["BLOCK", "Lasso", "MAX_POINTS", "check_polygon", "pixels_in_polygon", "rect_pixel_ranges", "rect_pixels"]

@@ -1962,6 +1962,40 @@ class Scene:
         return Selection(np.concatenate(chosen_objects).astype(np.int64),
                          np.concatenate(chosen_triangles).astype(np.int64))
 
+    def select_visible(self, camera, pixels, mode="objects", mask=ALL_BITS, objects=None,
+                       exclude=None) -> Selection:
+        """What a camera sees through some of its pixels: one closest-hit ray
+        per pixel (visible-only selection, as an ID render would answer it).
+
+        Parameters
+        ----------
+        camera : bvh.camera.Camera
+        pixels : (M, 2) int
+            ``[column, row]`` of each pixel; the ray goes through its centre
+            (``[column + 0.5, row + 0.5]``, as :meth:`id_buffer` casts).
+        mode : "objects" or "triangles"
+        mask, objects, exclude
+            As for :meth:`intersect`.
+
+        Returns
+        -------
+        Selection
+            Each object hit once, ascending; in ``"triangles"`` mode each
+            (object, face) hit once (shapes once, with -1).
+        """
+        if mode not in ("objects", "triangles"):
+            raise ValueError(f"mode must be 'objects' or 'triangles', got {mode!r}")
+        pixels = np.asarray(pixels)
+        if pixels.shape[0] == 0:
+            return Selection(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        hits = self.intersect(*camera.rays(pixels + 0.5), mask=mask, objects=objects, exclude=exclude)
+        seen = hits.object >= 0
+        if mode == "objects":
+            chosen = np.unique(hits.object[seen])
+            return Selection(chosen, np.full(chosen.shape[0], -1, np.int64))
+        pairs = np.unique(np.stack([hits.object[seen], hits.triangle[seen]], axis=1), axis=0)
+        return Selection(pairs[:, 0].copy(), pairs[:, 1].copy())
+
     def id_buffer(self, camera, mask=ALL_BITS, objects=None, exclude=None, cull_backfaces=False, tmin=0.0,
                   tmax=np.inf, normals=False, barycentrics=False) -> IdBuffer:
         """What each pixel of ``camera``'s image shows (:mod:`bvh.idbuffer`).
