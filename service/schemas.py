@@ -596,11 +596,10 @@ class CameraPickResults(BaseModel):
 
 
 Rect = Annotated[list[Number], Field(min_length=4, max_length=4, description="[x0, y0, x1, y1] in pixels")]
-Polygon = Annotated[list[Vec2], Field(description="lasso: [[x, y], ...] pixel points of a closed outline in "
-                                                  "order (concave allowed; at least 3 points, at most 10,000; a "
-                                                  "last point equal to the first is dropped); inside is the "
-                                                  "even-odd rule, so a self-crossing stroke takes the parts it "
-                                                  "loops around once")]
+Polygon = list[Vec2]
+POLYGON_DOC = ("lasso: [[x, y], ...] pixel points of a closed outline in order (concave allowed; at least 3 "
+               "points, at most 10,000; a last point equal to the first is dropped); inside is the even-odd rule, "
+               "so a self-crossing stroke takes the parts it loops around once")
 SelectMode = Literal["objects", "triangles"]
 Containment = Literal["crossing", "window"]
 #: Most pixels between two samples of a visible-only selection, in each direction.
@@ -609,7 +608,7 @@ MAX_SAMPLES = 4096
 
 class SelectOptions(RequestModel):
     rect: Rect | None = Field(None, description="a marquee: two opposite corners; give rect or polygon")
-    polygon: Polygon | None = None
+    polygon: Polygon | None = Field(None, description=POLYGON_DOC)
     mode: SelectMode = "objects"
     containment: Containment = Field(
         "crossing", description="as CAD tools' marquees: \"crossing\" takes what the region touches, "
