@@ -481,6 +481,44 @@ def test_window_and_crossing_marquees(server, box_on_ground, browser):
     assert_no_script_errors(browser)
 
 
+def test_hover_from_the_id_buffer_while_the_camera_rests(server, box_on_ground, browser):
+    open_viewer(browser, server, box_on_ground)
+    stage = browser.find_element(By.ID, "stage")
+    image = browser.find_element(By.ID, "render")
+    wait_for(browser, lambda: viewer_value(browser, "window.viewer.live"), "the live channel")
+    wait_for(browser, lambda: stage.get_attribute("data-idbuffer") == "ready", "the ID buffer")
+    camera = shown_camera(browser)
+    picks = viewer_value(browser, "window.viewer.hoverPicks")
+    lookups = viewer_value(browser, "window.viewer.hoverLookups")
+    ids = {item["name"]: item["id"] for item in
+           httpx.get(f"{server}/scenes/{box_on_ground}", headers=AUTH).json()["objects"]}
+    low, high = box_on_screen(camera)
+    for pixel, name in (((low + high) / 2, "box"), (low - 12, "ground")):
+        ActionChains(browser).move_to_element_with_offset(image, *offset_from_centre(camera, pixel)).perform()
+        wait_for(browser, lambda: stage.get_attribute("data-hover") == str(ids[name]), f"the {name} hovered")
+        # What the page looked up is what a pick of that pixel's centre answers.
+        centre = (np.floor(np.asarray(pixel).round()) + 0.5).tolist()
+        assert direct_pick(server, box_on_ground, camera, centre)["object"]["id"] == ids[name]
+    assert viewer_value(browser, "window.viewer.hoverLookups") >= lookups + 2
+    assert viewer_value(browser, "window.viewer.hoverPicks") == picks
+    requests = browser.execute_script("return performance.getEntriesByType('resource').map((entry) => entry.name)")
+    assert sum("/idbuffer" in name for name in requests) == int(stage.get_attribute("data-idbuffer-fetches"))
+
+    # Orbiting drops the buffer: hovers are picks until the camera rests and a new buffer comes.
+    fetches = int(stage.get_attribute("data-idbuffer-fetches"))
+    actions = ActionBuilder(browser)
+    actions.pointer_action.move_to(image).pointer_down(MouseButton.RIGHT).move_by(30, 0)
+    actions.pointer_action.pointer_up(MouseButton.RIGHT)
+    actions.perform()
+    assert stage.get_attribute("data-idbuffer") == ""
+    ActionChains(browser).move_to_element_with_offset(image, 5, 5).perform()
+    wait_for(browser, lambda: viewer_value(browser, "window.viewer.hoverPicks") > picks, "a hover pick while moving")
+    wait_for(browser, lambda: int(stage.get_attribute("data-idbuffer-fetches")) > fetches, "the new view's ID buffer")
+    assert stage.get_attribute("data-idbuffer") == "ready"
+    assert viewer_value(browser, "window.viewerIdBuffer.camera") == shown_camera(browser)
+    assert_no_script_errors(browser)
+
+
 # ------------------------------------------------------------------ the live channel: hover, drag, a second viewer
 
 
@@ -545,14 +583,15 @@ def test_hover_and_drag_over_the_live_channel_reach_a_second_viewer(server, brow
         image = browser.find_element(By.ID, "render")
         stage = browser.find_element(By.ID, "stage")
 
-        # Hover: the object under the mouse is outlined, and no HTTP pick is sent for it.
+        # Hover: the object under the mouse is outlined, and no HTTP pick is sent for it (a pick over the
+        # live channel, or a look-up in the ID buffer once the camera rests).
         ActionChains(browser).move_to_element_with_offset(image, *offset_from_centre(camera, box_pixel)).perform()
         wait_for(browser, lambda: stage.get_attribute("data-hover") == str(box), "the box hovered")
         assert ["hover", box] in json.loads(browser.find_element(By.ID, "overlay").get_attribute("data-drawn"))
         ground_pixel = on_screen(camera, [-3.0, -3.0, 0.0])
         ActionChains(browser).move_to_element_with_offset(image, *offset_from_centre(camera, ground_pixel)).perform()
         wait_for(browser, lambda: stage.get_attribute("data-hover") == str(ground), "the ground hovered")
-        assert viewer_value(browser, "window.viewer.hoverPicks") >= 2
+        assert viewer_value(browser, "window.viewer.hoverPicks + window.viewer.hoverLookups") >= 2
         http_picks = browser.execute_script(
             "return performance.getEntriesByType('resource').map((entry) => entry.name)"
             ".filter((name) => name.includes('/pick'))")

@@ -2,6 +2,8 @@
 // on the very camera that render used (its X-Camera header), so a click lands on what is drawn.
 // Hovering and dragging objects go over the scene's live channel (a WebSocket, /scenes/{id}/live),
 // which also pushes every change of the scene, so that each open viewer shows every other one's edits.
+// Once the camera rests, hovers are answered in the page from the image's ID buffer
+// (POST /scenes/{id}/idbuffer, the GPU-picking method without a GPU); while it moves, they are picks.
 "use strict";
 
 (() => {
@@ -20,6 +22,8 @@
   const RECONNECT_MAX_MS = 8000;
   // Colours of the boxes drawn over the image: the object under the mouse, the one being dragged.
   const HOVER_COLOUR = "#ffb000";
+  // The camera must rest this long (ms) after a render before the ID buffer of its image is fetched.
+  const IDBUFFER_DELAY_MS = 300;
   const DRAG_COLOUR = "#ff3df5";
 
   const state = {
@@ -38,6 +42,7 @@
     events: 0,      // change events applied
     hover: null,    // id of the object under the mouse (null: none, or the background)
     hoverPicks: 0,  // hover picks answered
+    hoverLookups: 0, // hovers answered from the ID buffer
     dragging: null, // id of the object being dragged
     // The last drag, for tests and the console: {object, grab (the ground point pressed on), ground (under
     // the mouse now), on (the object that ground belongs to), transform, moves, edits, version, done}.
@@ -156,6 +161,7 @@
   async function openScene(id) {
     Object.assign(state, { sceneId: id, camera: null, shown: null, highlight: [], lastPick: null, objects: {},
                            version: null, hover: null, dragging: null });
+    forgetIdBuffer();
     history.replaceState(null, "", `?scene=${encodeURIComponent(id)}`);
     markCurrentScene();
     clearPick();
@@ -223,6 +229,55 @@
     image.dataset.version = String(version ?? "");
     image.dataset.renders = String(Number(image.dataset.renders ?? 0) + 1);
     drawOverlay();
+    scheduleIdBuffer();
+  }
+
+  // --------------------------------------------------------------- ID buffer
+  // What every pixel of the image on screen shows (object ids, row-major), fetched once the camera has
+  // rested IDBUFFER_DELAY_MS after a render; good while that image is on screen and no edit has come
+  // since (the version it was asked at). The fetch is gzip-compressed by the browser's Accept-Encoding.
+  const idBuffer = { camera: null, version: null, objects: null, timer: null, fetches: 0 };
+  window.viewerIdBuffer = idBuffer;  // for tests and the console
+
+  function forgetIdBuffer() {
+    clearTimeout(idBuffer.timer);
+    Object.assign(idBuffer, { camera: null, version: null, objects: null, timer: null });
+    stage.dataset.idbuffer = "";
+  }
+
+  function scheduleIdBuffer() {
+    clearTimeout(idBuffer.timer);
+    idBuffer.timer = setTimeout(() => reporting(fetchIdBuffer), IDBUFFER_DELAY_MS);
+  }
+
+  async function fetchIdBuffer() {
+    const { shown: camera, version, sceneId } = state;
+    // A render under way ends by scheduling another fetch; a fresh buffer needs none.
+    if (!camera || state.rendering || (idBuffer.camera === camera && idBuffer.version === version)) return;
+    const response = await api(scenePath("/idbuffer"), {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(camera),
+    });
+    const body = await response.arrayBuffer();
+    // The camera moved, the scene changed or another was opened meanwhile: this image is gone.
+    if (camera !== state.shown || version !== state.version || sceneId !== state.sceneId) return;
+    const width = Number(response.headers.get("X-Idbuffer-Width"));
+    const height = Number(response.headers.get("X-Idbuffer-Height"));
+    // The first plane: int32 object ids, little-endian like every browser's typed arrays.
+    Object.assign(idBuffer, { camera, version, objects: new Int32Array(body, 0, width * height) });
+    idBuffer.fetches += 1;
+    stage.dataset.idbuffer = "ready";
+    stage.dataset.idbufferFetches = String(idBuffer.fetches);
+  }
+
+  /** The object id the ID buffer shows at an image point (-1: none); undefined without a fresh buffer. */
+  function idBufferLookup(point) {
+    const camera = state.shown;
+    if (!idBuffer.objects || idBuffer.camera !== camera || idBuffer.version !== state.version) return undefined;
+    const x = clamp(Math.floor(point[0]), 0, camera.width - 1);
+    const y = clamp(Math.floor(point[1]), 0, camera.height - 1);
+    return idBuffer.objects[y * camera.width + x];
   }
 
   // ------------------------------------------------------------- live channel
@@ -380,7 +435,10 @@
   }
 
   function setVersion(version) {
+    const previous = state.version;
     state.version = Math.max(state.version ?? version, version);
+    // An edit may have moved what the ID buffer shows: hovers are picks until a fresh one comes.
+    if (state.version !== previous) scheduleIdBuffer();
     stage.dataset.version = String(state.version);
     stage.dataset.events = String(state.events);
   }
@@ -658,6 +716,7 @@
 
   function cameraMoved() {
     marker.hidden = true;  // it marks a point of the old view
+    forgetIdBuffer();      // so is the ID buffer: hovers are picks until the camera rests again
     requestRender();
   }
 
@@ -773,8 +832,20 @@
   });
 
   stage.addEventListener("mousemove", (event) => {
-    if (drag || !state.shown || !state.live) return;
-    hovers.push({ point: imagePoint(event), seq: ++hoverSeq });
+    if (drag || !state.shown) return;
+    const point = imagePoint(event);
+    const seen = idBufferLookup(point);
+    if (seen !== undefined) {
+      // Answered here: any pick still on its way is older than this.
+      hoverCleared = ++hoverSeq;
+      hovers.drop();
+      state.hoverLookups += 1;
+      stage.dataset.hoverLookups = String(state.hoverLookups);
+      setHover(seen >= 0 ? seen : null);
+      return;
+    }
+    if (!state.live) return;
+    hovers.push({ point, seq: ++hoverSeq });
   });
 
   stage.addEventListener("mouseleave", () => {
