@@ -607,8 +607,9 @@ MAX_SAMPLES = 4096
 
 
 class SelectOptions(RequestModel):
-    rect: Rect | None = Field(None, description="a marquee: two opposite corners; give rect or polygon")
-    polygon: Polygon | None = Field(None, description=POLYGON_DOC)
+    rect: Rect | None = Field(None, description="a marquee: two opposite corners; give rect or polygon",
+                              json_schema_extra=_left_out_only)
+    polygon: Polygon | None = Field(None, description=POLYGON_DOC, json_schema_extra=_left_out_only)
     mode: SelectMode = "objects"
     containment: Containment = Field(
         "crossing", description="as CAD tools' marquees: \"crossing\" takes what the region touches, "
@@ -628,6 +629,9 @@ class SelectOptions(RequestModel):
 
     @model_validator(mode="after")
     def _one_region(self):
+        for name in ("rect", "polygon"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} must not be null: leave it out, and give the other")
         if (self.rect is None) == (self.polygon is None):
             raise ValueError("give the region as rect [x0, y0, x1, y1] or as polygon [[x, y], ...]"
                              + (", not both" if self.rect is not None else ""))

@@ -8,25 +8,35 @@ triangle and lasso:
 
 - *crossing* when one of its projected corners is inside the lasso (PNPOLY's
   even-odd test) or the lasso clipped by the (convex) outline keeps some
-  area (more than ``AREA_TOLERANCE`` of the outline's: clipping rounds, and
-  leaves slivers of 1e-12 of a pixel where the two only pass close by):
-  Sutherland-Hodgman clipping of the lasso, concave or not, by each edge of
-  the outline, and the shoelace formula;
+  area: Sutherland-Hodgman clipping of the lasso, concave or not, by each
+  edge of the outline, and the shoelace formula;
 - *window* when the triangle lost nothing to the near and far planes, its
   three corners are inside the lasso and the clipped lasso's area is the
-  outline's whole area (to ``AREA_TOLERANCE``).
+  outline's whole area.
 
-Where ``bvh.lasso`` tests edges against edges, this measures areas: a shared
-mistake is unlikely. Touching cases (a zero-area contact) can differ between
-the two, which random polygons reach with probability zero. Only cameras
-with ``w > 0`` in front of them (``Camera.pinhole``) are taken.
+Clipping in floats leaves degenerate slivers along the clipper's edges,
+whose rounded area is some 1e-10 of a pixel where the exact one is zero. A
+float area is trusted only beyond a bound on its rounding (:func:`noise`,
+from the number of points and the size of their coordinates): a crossing
+whose clipped area is within it is decided again in exact rational
+arithmetic (``fractions.Fraction``) from the same float coordinates; a
+window takes an outline whose area misses by no more than it (so a lasso
+poking into a triangle by less than ~1e-6 of a pixel would be missed: random
+polygons do not).
 """
+
+from fractions import Fraction
 
 import numpy as np
 
-#: Relative area within which a lasso's clipped part counts as none of the outline
-#: (crossing) or the whole of it (window).
-AREA_TOLERANCE = 1e-9
+
+
+def noise(lasso: np.ndarray, outline: np.ndarray) -> float:
+    """A bound on the rounding of the float area of ``lasso`` clipped by ``outline``:
+    each of its some ``len(lasso) + len(outline)`` shoelace terms is a product of
+    coordinates, each rounded a few times on the way (a generous factor 64)."""
+    scale = max(np.abs(lasso).max(), np.abs(outline).max(), 1.0)
+    return 64.0 * (len(lasso) + len(outline)) * np.finfo(float).eps * scale * scale
 
 
 def point_in_polygon(polygon: np.ndarray, x: float, y: float) -> bool:
@@ -76,6 +86,22 @@ def clip_by_convex(subject, clipper) -> list:
                 output.append(point)
             previous = point
     return output
+
+
+def exact_area(points) -> Fraction:
+    """Unsigned shoelace area of a polygon of Fraction (or float) coordinates, exactly."""
+    total = Fraction(0)
+    for i in range(len(points)):
+        (x0, y0), (x1, y1) = points[i - 1], points[i]
+        total += Fraction(x0) * Fraction(y1) - Fraction(x1) * Fraction(y0)
+    return abs(total) / 2
+
+
+def exact_shared_area(lasso, outline) -> Fraction:
+    """The area of ``lasso`` clipped by the convex counter-clockwise ``outline``, in exact arithmetic."""
+    subject = [(Fraction(x), Fraction(y)) for x, y in lasso]
+    clipper = [(Fraction(x), Fraction(y)) for x, y in outline]
+    return exact_area(clip_by_convex(subject, clipper)) if len(clipper) >= 3 else Fraction(0)
 
 
 def _clip_depth(corners: np.ndarray) -> tuple[list, bool]:
@@ -141,12 +167,18 @@ class ProjectedTriangles:
         for f in np.flatnonzero(near):
             outline = self.outlines[f]
             corners_in = [point_in_polygon(lasso, x, y) for x, y in outline]
+            if window and (self.cut[f] or not all(corners_in)):
+                continue
+            if not window and any(corners_in):
+                answer[f] = True
+                continue
             area = abs(shoelace(outline))
             shared = abs(shoelace(clip_by_convex(lasso, outline))) if area > 0 else 0.0
+            rounding = noise(lasso, outline)
             if window:
-                answer[f] = (not self.cut[f]) and all(corners_in) and shared >= area * (1.0 - AREA_TOLERANCE)
+                answer[f] = shared >= area - rounding
             else:
-                answer[f] = any(corners_in) or shared > area * AREA_TOLERANCE
+                answer[f] = shared > rounding or (shared > 0.0 and exact_shared_area(lasso, outline) > 0)
         return answer
 
 

@@ -180,6 +180,8 @@ def test_lasso_and_visible_only_refusals(make_client):
         ({}, 422, "give the region as rect [x0, y0, x1, y1] or as polygon [[x, y], ...]"),
         ({"rect": [0, 0, 5, 5], "polygon": [[0, 0], [5, 0], [0, 5]]}, 422,
          "give the region as rect [x0, y0, x1, y1] or as polygon [[x, y], ...], not both"),
+        ({"rect": None, "polygon": [[0, 0], [5, 0], [0, 5]]}, 422,
+         "rect must not be null: leave it out, and give the other"),
         ({"rect": [0, 0, 5, 5], "samples": 2}, 422,
          "samples is the stride of visible_only's rays: set visible_only to true, or leave samples out"),
         ({"rect": [0, 0, 40, 40], "visible_only": True}, 413,
