@@ -655,22 +655,9 @@ SelectRequest = Annotated[
 ]
 
 
-class IdBufferOptions(RequestModel):
-    tmin: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)] = 0.0
-    tmax: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)] | None = Field(
-        None, description="null: unbounded")
-    cull_backfaces: Flag = False
-    mask: Mask | None = Field(None, description="only objects whose mask shares a bit with this one")
-    objects: list[ObjectId] | None = Field(None, description="only these objects")
-    exclude: list[ObjectId] | None = Field(None, description="never these objects")
+class IdBufferOptions(PickOptions):
     normal: Flag = Field(False, description="add the plane of unit world geometric normals (float16 x 3)")
     barycentric: Flag = Field(False, description="add the plane of barycentrics u, v (float32 x 2)")
-
-    @model_validator(mode="after")
-    def _window(self):
-        if self.tmax is not None and self.tmax < self.tmin:
-            raise ValueError(f"tmax ({self.tmax}) must not be less than tmin ({self.tmin})")
-        return self
 
 
 class PinholeIdBuffer(PinholeCamera, IdBufferOptions):
