@@ -481,6 +481,52 @@ def test_window_and_crossing_marquees(server, box_on_ground, browser):
     assert_no_script_errors(browser)
 
 
+def draw_lasso(driver, camera: dict, points) -> None:
+    """Press at the first of ``points`` (image pixels), pass through the others, release at the last."""
+    image = driver.find_element(By.ID, "render")
+    centre = np.array([camera["width"], camera["height"]]) / 2
+    offsets = [np.round(np.asarray(point) - centre).astype(int) for point in points]
+    actions = ActionChains(driver).move_to_element_with_offset(image, *offsets[0].tolist()).click_and_hold()
+    for previous, point in zip(offsets, offsets[1:]):
+        actions.move_by_offset(*(point - previous).tolist())
+    actions.release().perform()
+
+
+def test_lasso_selects_clockwise_a_window_counter_clockwise_a_crossing(server, box_on_ground, browser):
+    open_viewer(browser, server, box_on_ground)
+    camera = shown_camera(browser)
+    Select(browser.find_element(By.ID, "left-drag")).select_by_value("lasso")
+    low, high = box_on_screen(camera)
+    low, high = low - 12, high + 12
+    middle = (low + high) / 2
+    # An octagon around the box's image, clockwise on screen (y down): right along the top first.
+    octagon = [[middle[0], low[1]], [high[0], low[1] + 4], [high[0] + 4, middle[1]], [high[0], high[1]],
+               [middle[0], high[1] + 4], [low[0], high[1]], [low[0] - 4, middle[1]], [low[0], low[1] + 4]]
+    for points, containment, names in ((octagon, "window", ["box"]),
+                                       (octagon[::-1], "crossing", ["box", "ground"])):
+        before = renders(browser)
+        draw_lasso(browser, camera, points)
+        assert selected_names(browser, before) == names
+        sent = browser.execute_script("return window.viewer.lastSelect")
+        assert sent["containment"] == containment and len(sent["polygon"]) >= 8 and not sent["visibleOnly"]
+        direct = httpx.post(f"{server}/scenes/{box_on_ground}/select", headers=AUTH,
+                            json={**camera, "polygon": sent["polygon"], "containment": containment}).json()
+        assert sorted(item["name"] for item in direct["objects"]) == names
+    # Visible only: what the region shows, as the service answers for the same polygon.
+    browser.find_element(By.ID, "visible-only").click()
+    before = renders(browser)
+    draw_lasso(browser, camera, octagon[::-1])
+    shown = selected_names(browser, before)
+    sent = browser.execute_script("return window.viewer.lastSelect")
+    assert sent["visibleOnly"] is True
+    direct = httpx.post(f"{server}/scenes/{box_on_ground}/select", headers=AUTH,
+                        json={**camera, "polygon": sent["polygon"], "visible_only": True}).json()
+    assert shown == sorted(item["name"] for item in direct["objects"]) == ["box", "ground"]
+    browser.find_element(By.ID, "visible-only").click()
+    Select(browser.find_element(By.ID, "left-drag")).select_by_value("select")
+    assert_no_script_errors(browser)
+
+
 def test_hover_from_the_id_buffer_while_the_camera_rests(server, box_on_ground, browser):
     open_viewer(browser, server, box_on_ground)
     stage = browser.find_element(By.ID, "stage")

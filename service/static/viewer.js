@@ -25,6 +25,10 @@
   // The camera must rest this long (ms) after a render before the ID buffer of its image is fetched.
   const IDBUFFER_DELAY_MS = 300;
   const DRAG_COLOUR = "#ff3df5";
+  // The lasso's outline as it is drawn: a window's solid, a crossing's dashed (as the marquee's).
+  const LASSO_COLOURS = { window: "#2f7fff", crossing: "#2fbf4f" };
+  // A lasso keeps a mouse position this far (image pixels) from its last point, so a slow stroke stays short.
+  const LASSO_STEP = 2;
 
   const state = {
     sceneId: null,
@@ -34,7 +38,7 @@
     rendering: false,
     renderAgain: false,
     lastPick: null, // {camera, pixel, result}, for tests and the console
-    lastSelect: null, // {camera, rect, containment, objects}, likewise
+    lastSelect: null, // {camera, rect or polygon, containment, visibleOnly, objects}, likewise
     objects: {},    // the scene's object table by id, as the live channel keeps it up to date
     version: null,  // the scene's edit number that table is at
     live: false,    // whether the live channel is open and past its hello
@@ -583,6 +587,18 @@
       if (hovered?.bounds && state.hover !== state.dragging && drawBox(context, camera, hovered.bounds, HOVER_COLOUR)) {
         drawn.push(["hover", hovered.id]);
       }
+      if (drag?.mode === "lasso" && drag.path.length > 1) {
+        const containment = lassoContainment(drag.path);
+        context.strokeStyle = LASSO_COLOURS[containment];
+        context.lineWidth = 1.5;
+        context.setLineDash(containment === "window" ? [] : [6, 4]);
+        context.beginPath();
+        drag.path.forEach(([x, y], i) => (i ? context.lineTo(x, y) : context.moveTo(x, y)));
+        context.closePath();
+        context.stroke();
+        context.setLineDash([]);
+        drawn.push(["lasso", containment]);
+      }
       if (activeDrag?.object !== undefined && state.dragging === activeDrag.object) {
         const [lo, hi] = activeDrag.bounds;
         const moved = [add(lo, activeDrag.offset), add(hi, activeDrag.offset)];
@@ -775,8 +791,33 @@
     const x1 = Math.abs(to[0] - from[0]) < 1 ? from[0] + 1 : to[0];
     const y1 = Math.abs(to[1] - from[1]) < 1 ? from[1] + 1 : to[1];
     const rect = [Math.min(from[0], x1), Math.min(from[1], y1), Math.max(from[0], x1), Math.max(from[1], y1)];
-    const { objects } = await postJson(scenePath("/select"), { ...camera, rect, containment });
-    state.lastSelect = { camera, rect, containment, objects };
+    await selectRegion({ rect }, containment);
+  }
+
+  /**
+   * As CAD tools' lassos: drawn clockwise on screen, a window; counter-clockwise, a crossing. In image
+   * pixels (y down), a clockwise outline has a positive shoelace sum.
+   */
+  function lassoContainment(path) {
+    let twiceArea = 0;
+    path.forEach(([x, y], i) => {
+      const [nx, ny] = path[(i + 1) % path.length];
+      twiceArea += x * ny - nx * y;
+    });
+    return twiceArea > 0 ? "window" : "crossing";
+  }
+
+  async function selectLasso(path) {
+    await selectRegion({ polygon: path }, lassoContainment(path));
+  }
+
+  async function selectRegion(region, containment) {
+    const camera = state.shown;
+    const visibleOnly = $("visible-only").checked;
+    const body = { ...camera, ...region, containment };
+    if (visibleOnly) body.visible_only = true;
+    const { objects } = await postJson(scenePath("/select"), body);
+    state.lastSelect = { camera, ...region, containment, visibleOnly, objects };
     showSelection(objects);
     state.highlight = objects.map((object) => object.id);
     requestRender();
@@ -822,9 +863,12 @@
     event.preventDefault();  // no text selection, no middle-button autoscroll
     const point = imagePoint(event);
     let mode = "orbit";
-    if (event.button === 0) mode = $("left-drag").value === "move" && state.live ? "grab" : "select";
+    if (event.button === 0) {
+      const tool = $("left-drag").value;
+      mode = tool === "move" && state.live ? "grab" : tool === "lasso" ? "lasso" : "select";
+    }
     drag = { button: event.button, start: [event.clientX, event.clientY], last: [event.clientX, event.clientY],
-             startPoint: point, lastPoint: point, moved: false, mode };
+             startPoint: point, lastPoint: point, moved: false, mode, path: [point] };
     if (mode === "grab") {
       hoverCleared = hoverSeq;
       drag.grabbed = grab(drag);
@@ -861,6 +905,13 @@
     if (drag.button === 0) {
       drag.lastPoint = imagePoint(event);
       if (drag.moved && drag.mode === "select") showMarquee(drag.startPoint, drag.lastPoint);
+      if (drag.mode === "lasso") {
+        const last = drag.path[drag.path.length - 1];
+        if (Math.hypot(drag.lastPoint[0] - last[0], drag.lastPoint[1] - last[1]) >= LASSO_STEP) {
+          drag.path.push(drag.lastPoint);
+          drawOverlay();
+        }
+      }
       if (drag.moved && drag.mode === "object") dragSteps.push({ d: drag, point: drag.lastPoint });
     } else if (state.camera) {
       orbit(position[0] - drag.last[0], position[1] - drag.last[1]);
@@ -880,6 +931,9 @@
       if (d.mode === "object") {
         await finishDrag(d, endPoint);
         if (!d.moved) await pick(d.startPoint);
+      } else if (d.mode === "lasso") {
+        drawOverlay();  // the outline goes: the selection's highlight shows what it took
+        await (d.moved && d.path.length >= 3 ? selectLasso(d.path) : pick(d.startPoint));
       } else {
         await (d.moved ? select(d.startPoint, endPoint) : pick(d.startPoint));
       }
