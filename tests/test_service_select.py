@@ -207,3 +207,15 @@ def test_lasso_and_visible_only_are_documented(client):
         assert "even-odd" in properties["polygon"]["description"]
         assert "one ray through the centre of every pixel" in properties["visible_only"]["description"]
         assert "samples-th" in properties["samples"]["description"]
+
+
+def test_a_region_too_big_for_any_stride_says_to_select_less(make_client):
+    client = make_client(max_rays=1)
+    scene = box_on_ground(client)
+    huge = {**CAMERA, "width": 100_000, "height": 100_000}
+    response = client.post(f"/scenes/{scene}/select", json={**huge, "rect": [0, 0, 100_000, 100_000],
+                                                             "visible_only": True, "samples": 4096})
+    assert response.status_code == 413
+    assert response.json()["detail"] == (
+        "visible_only casts a ray per pixel: the rect holds 625 pixels at samples 4096; the limit is 1 rays "
+        "(PICK_MAX_RAYS): select a smaller region")

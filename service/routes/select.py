@@ -15,7 +15,7 @@ from ..openapi import EXAMPLES, body_doc
 from bvh.hits import Selection
 from bvh.lasso import Lasso, pixels_in_polygon, rect_pixel_ranges, rect_pixels
 
-from ..schemas import ErrorOut, SelectRequest, SelectResult
+from ..schemas import MAX_SAMPLES, ErrorOut, SelectRequest, SelectResult
 from .picks import ALL_BITS, count_rays, make_camera
 
 router = APIRouter(tags=["select"])
@@ -42,17 +42,18 @@ def region_pixels(body, camera, lasso, settings) -> np.ndarray:
     columns, rows = rect_pixel_ranges(bounds, camera.width, camera.height, body.samples)
     count = len(columns) * len(rows)
     if count > settings.max_rays:
-        # The smallest stride that brings the box's samples within the limit.
+        # The smallest stride that brings the box's samples within the limit, if one the schema takes does.
         stride = body.samples
-        while True:
+        while stride <= MAX_SAMPLES:
             stride += 1
             columns, rows = rect_pixel_ranges(bounds, camera.width, camera.height, stride)
             if len(columns) * len(rows) <= settings.max_rays:
                 break
         region = "rect" if lasso is None else "polygon's bounding box"
+        advice = f"set samples to {stride} or more, or select a smaller region" if stride <= MAX_SAMPLES \
+            else "select a smaller region"
         raise ClientError(413, f"visible_only casts a ray per pixel: the {region} holds {count} pixels at samples "
-                               f"{body.samples}; the limit is {settings.max_rays} rays (PICK_MAX_RAYS): set "
-                               f"samples to {stride} or more, or select a smaller region")
+                               f"{body.samples}; the limit is {settings.max_rays} rays (PICK_MAX_RAYS): {advice}")
     if lasso is None:
         return rect_pixels(bounds, camera.width, camera.height, body.samples)
     return pixels_in_polygon(lasso.polygon, camera.width, camera.height, body.samples)
