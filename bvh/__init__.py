@@ -16,6 +16,8 @@ from ._jit import end_cache_scope
 from . import camera, frustum, primitives
 from .config import BuildConfig
 from .camera import Camera
+from .idbuffer import IdBuffer
+from .lasso import Lasso
 from .hits import (AllHits, ClosestPoints, Hits, SceneAllHits, SceneClosestPoints, SceneContains, SceneHits,
                    SceneSphereHits, Selection, SphereHits)
 from .loader import load, read_scene_description, supported_file_types
@@ -26,6 +28,7 @@ from .tree import Tree
 
 end_cache_scope()
 
-__all__ = ["AllHits", "AlphaMaterial", "BuildConfig", "Camera", "ClosestPoints", "Hits", "MeshAlpha", "MeshBVH", "MeshInfo", "ObjectInfo", "ObjectRows",
+__all__ = ["AllHits", "AlphaMaterial", "BuildConfig", "Camera", "ClosestPoints", "Hits", "IdBuffer", "Lasso",
+           "MeshAlpha", "MeshBVH", "MeshInfo", "ObjectInfo", "ObjectRows",
            "Scene", "SceneAllHits", "SceneClosestPoints", "SceneContains", "SceneHits", "SceneSphereHits", "Selection", "SphereHits", "Tree", "UnknownIdError", "build", "camera", "frustum",
            "load", "primitives", "read_scene_description", "supported_file_types"]

@@ -480,6 +480,14 @@ class Camera:
         ``None`` for an orthographic camera."""
         return None if self._eye is None else self._eye.copy()
 
+    @property
+    def clip_matrix(self) -> np.ndarray:
+        """``(4, 4)`` float64 ``projection @ view``, negated if need be so that
+        ``w > 0`` in front of the camera: a world point ``p`` lies between the
+        near and far planes when ``-w <= z <= w`` for ``[x, y, z, w] =
+        clip_matrix @ [p, 1]``, and its NDC are ``x / w, y / w``."""
+        return self._clip * self._w_sign
+
     # ----------------------------------------------------------------- queries
 
     def _ndc(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

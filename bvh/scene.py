@@ -32,7 +32,8 @@ from .scene_kernels import SceneArrays
 from ._jit import FAR
 from .builder import binned_sah_build
 from .frustum import (INSIDE, OUTSIDE, all_triangles_within_frustum, any_triangle_in_frustum, boxes_in_frustum,
-                      planes_to_object_space, triangles_in_frustum, triangles_within_frustum)
+                      check_planes, planes_to_object_space, triangles_in_frustum, triangles_within_frustum)
+from .idbuffer import IdBuffer, missed as id_buffer_missed, trace as trace_id_buffer
 from .config import BuildConfig
 from .hits import (SceneAllHits, SceneClosestPoints, SceneContains, SceneHits, SceneSphereHits, Selection, dot_rows,
                    face_normals, unit_rows)
@@ -655,6 +656,44 @@ def _shape_within(kind: int, data: np.ndarray, transform: np.ndarray, planes: np
     # A fan over the outline uses every vertex: within the region exactly when all vertices are.
     fan = np.stack([np.zeros(count - 2, np.int64), np.arange(1, count - 1), np.arange(2, count)], axis=1)
     return all_triangles_within_frustum(vertices, fan, local)
+
+
+#: The twelve triangles of a box's surface, over the corners of :func:`_box_corners`
+#: (corner ``c`` takes the high side on axis ``k`` when bit ``k`` of ``c`` is set).
+_BOX_FACES = np.array([[0, 2, 1], [1, 2, 3], [4, 5, 6], [5, 7, 6], [0, 1, 4], [1, 5, 4],
+                       [2, 6, 3], [3, 6, 7], [0, 4, 2], [2, 4, 6], [1, 3, 5], [3, 7, 5]], np.int64)
+
+
+def _shape_in_lasso(lasso, kind: int, data: np.ndarray, transform: np.ndarray, bounds: np.ndarray,
+                    window: bool) -> bool:
+    """Whether a shape meets (or, with ``window``, lies within) a lasso's region.
+
+    Boxes and quads are their surfaces' triangles in their own space, exact;
+    a solid box also meets the region when it holds the whole region (then
+    it holds the near-plane point under the outline's first point). Spheres
+    and polygons are judged by their world boxes ``bounds (2, 3)``: a
+    crossing when the box meets the region (conservative), a window when the
+    box lies within it (conservative the other way).
+    """
+    if kind == QUAD:
+        half = np.array([data[0], data[1], 0.0])
+        corners = np.array([[-half[0], -half[1], 0.0], [half[0], -half[1], 0.0], [-half[0], half[1], 0.0],
+                            [half[0], half[1], 0.0]])
+        hit = lasso.faces(corners, np.array([[0, 1, 2], [1, 3, 2]], np.int64), transform, window)
+        return bool(hit.all() if window else hit.any())
+    if kind == BOX:
+        low, high, matrix = -np.asarray(data[:3], np.float64), np.asarray(data[:3], np.float64), transform
+    else:
+        low, high, matrix = bounds[0], bounds[1], None
+    hit = lasso.faces(_box_corners(low, high), _BOX_FACES, matrix, window)
+    if window:
+        return bool(hit.all())
+    if hit.any():
+        return True
+    point = lasso.near_point()
+    if matrix is not None:
+        point = np.linalg.solve(matrix[:3, :3], point - matrix[:3, 3])
+    return bool(((low <= point) & (point <= high)).all())
 
 
 def _reported_bounds(transforms: np.ndarray, boxes: np.ndarray, cover: np.ndarray) -> np.ndarray:
@@ -1831,15 +1870,17 @@ class Scene:
         shading_normal, uv = self._interpolate(snap, objects_hit, mesh, triangle, u, v, normal)
         return SceneAllHits(ray, t, objects_hit, mesh, triangle, u, v, point, normal, shading_normal, uv, front_face)
 
-    def select(self, planes, mode="objects", mask=ALL_BITS, objects=None, exclude=None,
-               containment="crossing") -> Selection:
-        """Objects (or their triangles) that meet, or lie within, a convex region.
+    def select(self, planes=None, mode="objects", mask=ALL_BITS, objects=None, exclude=None,
+               containment="crossing", lasso=None) -> Selection:
+        """Objects (or their triangles) that meet, or lie within, a convex region
+        or a camera's lasso.
 
         Parameters
         ----------
-        planes : (P, 4) float
+        planes : (P, 4) float, optional
             World half-spaces ``n . x + d >= 0`` whose intersection is the
             region: a camera's frustum (see :meth:`bvh.camera.Camera.frustum`).
+            Default, with ``lasso``: the frustum of its bounding rectangle.
         mode : "objects" or "triangles"
         mask, objects, exclude
             As for :meth:`intersect`; objects that are not pickable are skipped.
@@ -1848,6 +1889,10 @@ class Scene:
             the region (a point in common is enough), ``"window"`` only what
             lies entirely inside it: an object when all its triangles do, and
             in ``"triangles"`` mode only the triangles that do.
+        lasso : bvh.lasso.Lasso, optional
+            A camera's pixel polygon: the region is what lies between the
+            camera's near and far planes and projects inside the polygon
+            (:mod:`bvh.lasso`), culled by ``planes``.
 
         Returns
         -------
@@ -1857,13 +1902,23 @@ class Scene:
             are tested exactly, triangle by triangle (for a window, every
             vertex a face uses must be inside). Shapes: for a crossing, judged
             by their world boxes, a conservative answer; for a window, exactly
-            (see :func:`_shape_within`).
+            (see :func:`_shape_within`). With a lasso, no box is taken whole
+            (the region is not convex): every triangle of a mesh whose box
+            crosses the bounding frustum is tested; boxes and quads are tested
+            exactly as their surfaces' triangles (a box also when the region
+            lies wholly inside it), spheres and polygons by their world boxes
+            (for a window, conservatively: only when the world box is within).
         """
         if mode not in ("objects", "triangles"):
             raise ValueError(f"mode must be 'objects' or 'triangles', got {mode!r}")
         if containment not in ("crossing", "window"):
             raise ValueError(f"containment must be 'crossing' or 'window', got {containment!r}")
         window = containment == "window"
+        if lasso is not None:
+            return self._select_lasso(lasso, lasso.planes if planes is None else planes, mode, mask, objects,
+                                      exclude, window)
+        if planes is None:
+            raise ValueError("select needs planes, or a lasso")
         planes = real_array("planes", planes).astype(np.float64)
         if planes.ndim != 2 or planes.shape[1] != 4 or planes.shape[0] == 0:
             raise ValueError(f"planes must have shape (P, 4), P >= 1, got {planes.shape}")
@@ -1914,6 +1969,103 @@ class Scene:
             return Selection(np.zeros(0, np.int64), np.zeros(0, np.int64))
         return Selection(np.concatenate(chosen_objects).astype(np.int64),
                          np.concatenate(chosen_triangles).astype(np.int64))
+
+    def _select_lasso(self, lasso, planes, mode, mask, objects, exclude, window) -> Selection:
+        """:meth:`select` with a lasso (see there)."""
+        planes = check_planes(planes)
+        snap = self._snapshot()
+        enabled = self._enabled(snap, mask, objects, exclude)
+        candidates = np.flatnonzero(enabled)
+        candidates = candidates[np.isfinite(snap.bounds[candidates]).all(axis=(1, 2))]
+        state = boxes_in_frustum(snap.bounds[candidates], planes) if candidates.size else np.zeros(0, np.int8)
+        chosen_objects = []
+        chosen_triangles = []
+        pack = snap.pack
+        for oid, box in zip(candidates.tolist(), state.tolist()):
+            if box == OUTSIDE:
+                continue
+            kind = int(snap.kind[oid])
+            if kind != MESH:
+                if _shape_in_lasso(lasso, kind, snap.shape_data[int(snap.shape_start[oid]):], snap.transform[oid],
+                                   snap.bounds[oid], window):
+                    chosen_objects.append(np.array([oid]))
+                    chosen_triangles.append(np.array([-1]))
+                continue
+            mesh = int(snap.mesh_of[oid])
+            hit = lasso.faces(pack.mesh_vertices(mesh), pack.mesh_faces(mesh), snap.transform[oid], window)
+            if mode == "objects":
+                if hit.all() if window else hit.any():
+                    chosen_objects.append(np.array([oid]))
+                    chosen_triangles.append(np.array([-1]))
+            else:
+                found = np.flatnonzero(hit)
+                chosen_objects.append(np.full(found.shape[0], oid))
+                chosen_triangles.append(found)
+        if not chosen_objects:
+            return Selection(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return Selection(np.concatenate(chosen_objects).astype(np.int64),
+                         np.concatenate(chosen_triangles).astype(np.int64))
+
+    def select_visible(self, camera, pixels, mode="objects", mask=ALL_BITS, objects=None,
+                       exclude=None) -> Selection:
+        """What a camera sees through some of its pixels: one closest-hit ray
+        per pixel (visible-only selection, as an ID render would answer it).
+
+        Parameters
+        ----------
+        camera : bvh.camera.Camera
+        pixels : (M, 2) int
+            ``[column, row]`` of each pixel; the ray goes through its centre
+            (``[column + 0.5, row + 0.5]``, as :meth:`id_buffer` casts).
+        mode : "objects" or "triangles"
+        mask, objects, exclude
+            As for :meth:`intersect`.
+
+        Returns
+        -------
+        Selection
+            Each object hit once, ascending; in ``"triangles"`` mode each
+            (object, face) hit once (shapes once, with -1).
+        """
+        if mode not in ("objects", "triangles"):
+            raise ValueError(f"mode must be 'objects' or 'triangles', got {mode!r}")
+        pixels = np.asarray(pixels)
+        if pixels.shape[0] == 0:
+            return Selection(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        hits = self.intersect(*camera.rays(pixels + 0.5), mask=mask, objects=objects, exclude=exclude)
+        seen = hits.object >= 0
+        if mode == "objects":
+            chosen = np.unique(hits.object[seen])
+            return Selection(chosen, np.full(chosen.shape[0], -1, np.int64))
+        pairs = np.unique(np.stack([hits.object[seen], hits.triangle[seen]], axis=1), axis=0)
+        return Selection(pairs[:, 0].copy(), pairs[:, 1].copy())
+
+    def id_buffer(self, camera, mask=ALL_BITS, objects=None, exclude=None, cull_backfaces=False, tmin=0.0,
+                  tmax=np.inf, normals=False, barycentrics=False) -> IdBuffer:
+        """What each pixel of ``camera``'s image shows (:mod:`bvh.idbuffer`).
+
+        Parameters
+        ----------
+        camera : bvh.camera.Camera
+        mask, objects, exclude, cull_backfaces, tmin, tmax
+            As for :meth:`intersect`.
+        normals, barycentrics : bool
+            Also fill :attr:`IdBuffer.normal` and :attr:`IdBuffer.barycentric`.
+
+        Returns
+        -------
+        IdBuffer
+            Pixel ``(x, y)`` (row ``y * width + x``) holds the closest hit of
+            the ray through ``[x + 0.5, y + 0.5]``: what :meth:`intersect`
+            answers for ``camera.rays`` of that pixel centre.
+        """
+        tmin, tmax = check_window(tmin, tmax)
+        snap = self._snapshot()
+        enabled = self._enabled(snap, mask, objects, exclude)
+        if not snap.traceable:
+            return id_buffer_missed(camera, normals, barycentrics)
+        return trace_id_buffer(snap.with_enabled(enabled), camera, tmin, min(tmax, FAR), cull_backfaces, normals,
+                               barycentrics)
 
     def overlap(self, shape, triangles=False, mask=ALL_BITS, objects=None, exclude=None) -> Selection:
         """Objects (or their triangles) that have a point in common with a

@@ -25,7 +25,9 @@ from .metrics import Metrics
 from .middleware import ApiKeyAuth, BodyLimit, RequestMetrics
 from .openapi import install_schemas
 from .responses import JSONBytes
-from .routes import health, live, objects, picks, proximity, render, scenes, select, viewer
+from .routes import health, idbuffer, live, objects, picks, proximity, render, scenes, select, viewer
+from .routes.idbuffer import EXPOSED_HEADERS as IDBUFFER_HEADERS
+from .routes.render import CAMERA_HEADER
 from .settings import Settings, get_settings
 from .store import SceneStore
 
@@ -153,7 +155,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # The pick routes first: the router tries routes in order, and these are the hot ones.
     routers = (picks.direct_router, objects.direct_router, picks.router, health.router, select.router,
-               proximity.router, render.router, scenes.router, objects.router, live.router, viewer.router)
+               idbuffer.router, proximity.router, render.router, scenes.router, objects.router, live.router, viewer.router)
     for router in routers:
         app.include_router(router)
     # What a 405 or an OPTIONS request lists in Allow: every method of every route on the path.
@@ -169,7 +171,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.cors_origins:
         # Outside the key check: browsers send CORS preflights without credentials.
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
-                           allow_headers=["*"])
+                           allow_headers=["*"], expose_headers=[*IDBUFFER_HEADERS, CAMERA_HEADER])
     app.add_middleware(RequestMetrics, metrics=metrics)
     install_schemas(app, secured=settings.api_key is not None)
     return app

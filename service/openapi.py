@@ -77,7 +77,13 @@ EXAMPLES = {
                 "a box's triangles": {"shape": {"kind": "aabb", "min": [0, 0, -1], "max": [1, 1, 1]},
                                       "mode": "triangles"}},
     "select": {"objects": {**_CAMERA, "rect": [0, 0, 64, 48]},
-               "triangles": {**_CAMERA, "rect": [16, 12, 48, 36], "mode": "triangles"}},
+               "triangles": {**_CAMERA, "rect": [16, 12, 48, 36], "mode": "triangles"},
+               "lasso": {**_CAMERA, "polygon": [[10, 8], [54, 10], [40, 24], [56, 40], [8, 42]],
+                         "mode": "triangles"},
+               "visible only": {**_CAMERA, "polygon": [[10, 8], [54, 10], [40, 24], [56, 40], [8, 42]],
+                                "visible_only": True, "samples": 2}},
+    "idbuffer": {"ids and depth": _CAMERA,
+                 "with normals and barycentrics": {**_CAMERA, "normal": True, "barycentric": True}},
 }
 
 

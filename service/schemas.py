@@ -601,20 +601,49 @@ class CameraPickResults(BaseModel):
 
 
 Rect = Annotated[list[Number], Field(min_length=4, max_length=4, description="[x0, y0, x1, y1] in pixels")]
+Polygon = list[Vec2]
+POLYGON_DOC = ("lasso: [[x, y], ...] pixel points of a closed outline in order (concave allowed; at least 3 "
+               "points, at most 10,000; a last point equal to the first is dropped); inside is the even-odd rule, "
+               "so a self-crossing stroke takes the parts it loops around once")
 SelectMode = Literal["objects", "triangles"]
 Containment = Literal["crossing", "window"]
+#: Most pixels between two samples of a visible-only selection, in each direction.
+MAX_SAMPLES = 4096
 
 
 class SelectOptions(RequestModel):
-    rect: Rect
+    rect: Rect | None = Field(None, description="a marquee: two opposite corners; give rect or polygon",
+                              json_schema_extra=_left_out_only)
+    polygon: Polygon | None = Field(None, description=POLYGON_DOC, json_schema_extra=_left_out_only)
     mode: SelectMode = "objects"
     containment: Containment = Field(
-        "crossing", description="as CAD tools' marquees: \"crossing\" takes what the rectangle's frustum touches, "
+        "crossing", description="as CAD tools' marquees: \"crossing\" takes what the region touches, "
                                 "\"window\" only what lies entirely inside it (every triangle of an object; in "
                                 "\"triangles\" mode, each triangle listed)")
+    visible_only: Flag = Field(
+        False, description="only what is seen: one ray through the centre of every pixel of the region (the "
+                           "pixels whose centres lie in the rect or polygon, within the image), the objects (and "
+                           "in \"triangles\" mode the triangles) they hit, each once; with containment "
+                           "\"window\", of those only what also lies entirely inside the region")
+    samples: Annotated[int, Field(strict=True, ge=1, le=MAX_SAMPLES)] = Field(
+        1, description="visible_only: cast through every samples-th pixel column and row (those whose index is a "
+                       "multiple of samples), for large regions; 1 is every pixel")
     mask: Mask | None = None
     objects: list[ObjectId] | None = None
     exclude: list[ObjectId] | None = None
+
+    @model_validator(mode="after")
+    def _one_region(self):
+        for name in ("rect", "polygon"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} must not be null: leave it out, and give the other")
+        if (self.rect is None) == (self.polygon is None):
+            raise ValueError("give the region as rect [x0, y0, x1, y1] or as polygon [[x, y], ...]"
+                             + (", not both" if self.rect is not None else ""))
+        if self.samples != 1 and not self.visible_only:
+            raise ValueError("samples is the stride of visible_only's rays: set visible_only to true, or leave "
+                             "samples out")
+        return self
 
 
 class PinholeSelect(PinholeCamera, SelectOptions):
@@ -627,6 +656,25 @@ class MatrixSelect(MatrixCamera, SelectOptions):
 
 SelectRequest = Annotated[
     Union[Annotated[PinholeSelect, Tag("pinhole")], Annotated[MatrixSelect, Tag("matrices")]],
+    Discriminator(_camera_kind),
+]
+
+
+class IdBufferOptions(PickOptions):
+    normal: Flag = Field(False, description="add the plane of unit world geometric normals (float16 x 3)")
+    barycentric: Flag = Field(False, description="add the plane of barycentrics u, v (float32 x 2)")
+
+
+class PinholeIdBuffer(PinholeCamera, IdBufferOptions):
+    pass
+
+
+class MatrixIdBuffer(MatrixCamera, IdBufferOptions):
+    pass
+
+
+IdBufferRequest = Annotated[
+    Union[Annotated[PinholeIdBuffer, Tag("pinhole")], Annotated[MatrixIdBuffer, Tag("matrices")]],
     Discriminator(_camera_kind),
 ]
 

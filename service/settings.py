@@ -27,6 +27,10 @@ class Settings(BaseSettings):
         Largest request body, in MiB (mebibytes), enforced while the body is read.
     max_rays : int
         Most rays (or pixels) one request may cast.
+    max_idbuffer_pixels : int
+        Most pixels of one ID buffer (``/scenes/{id}/idbuffer``); the default
+        is a 3840 x 2160 image. Its answer, at up to 26 bytes per pixel, is
+        also held to ``max_response_mb``.
     max_response_mb : float
         Largest answer, in MiB, checked before the work starts from an upper
         bound on its size (so a request is refused with 413 rather than
@@ -78,6 +82,7 @@ class Settings(BaseSettings):
     workers: int = Field(1, ge=1)
     max_upload_mb: float = Field(200.0, gt=0)
     max_rays: int = Field(4_000_000, ge=1)
+    max_idbuffer_pixels: int = Field(3840 * 2160, ge=1)
     max_response_mb: float = Field(128.0, gt=0)
     api_key: SecretStr | None = None
     cors_origins: Annotated[list[str], NoDecode] = []

@@ -99,6 +99,10 @@ def _query(scene, rng: np.random.Generator, kinds=("closest", "occluded", "all")
             scene.intersect_all(origins, directions)
 
 
+#: A concave lasso over the left part of a 64 x 48 image.
+LASSO = [[2.0, 2.0], [40.0, 6.0], [20.0, 20.0], [44.0, 44.0], [4.0, 40.0]]
+
+
 def _camera_on(bounds):
     import bvh
 
@@ -117,12 +121,16 @@ def _camera_picks(scene, rng: np.random.Generator) -> None:
         for n in (1, MANY):
             origins, directions = camera.rays(rng.random((n, 2)) * [64, 48])
             scene.intersect(origins, directions)
+        # The ID buffer: the perspective camera's rays made in the kernel, the orthographic one's given.
+        scene.id_buffer(camera, normals=True, barycentrics=True)
 
 
 def _select(scene, rng: np.random.Generator, each_object: bool = True, pick: bool = True) -> None:
     """Camera picks and selections whose frusta cut through objects, so that
     the exact per-triangle tests run (an object wholly inside or outside a
-    frustum is settled by its box alone)."""
+    frustum is settled by its box alone); lassos likewise."""
+    import bvh
+
     targets = [(info.bounds, [info.id]) for info in scene.objects if info.kind == "mesh"] if each_object else []
     for bounds, objects in targets + [(scene.bounds, None)]:
         camera = _camera_on(bounds)
@@ -134,6 +142,9 @@ def _select(scene, rng: np.random.Generator, each_object: bool = True, pick: boo
             for containment in ("crossing", "window"):
                 scene.select(camera.frustum((0, 0, 32, 48)), mode=mode, objects=objects, containment=containment)
                 scene.select(camera.frustum(), mode=mode, containment=containment)
+                # A lasso: its faces' test, serial and (on a big mesh) parallel.
+                scene.select(mode=mode, objects=objects, containment=containment, lasso=bvh.Lasso(camera, LASSO))
+        bvh.Lasso(camera, LASSO).pixels(2)
 
 
 def _sample_scene():

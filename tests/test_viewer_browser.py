@@ -481,6 +481,90 @@ def test_window_and_crossing_marquees(server, box_on_ground, browser):
     assert_no_script_errors(browser)
 
 
+def draw_lasso(driver, camera: dict, points) -> None:
+    """Press at the first of ``points`` (image pixels), pass through the others, release at the last."""
+    image = driver.find_element(By.ID, "render")
+    centre = np.array([camera["width"], camera["height"]]) / 2
+    offsets = [np.round(np.asarray(point) - centre).astype(int) for point in points]
+    actions = ActionChains(driver).move_to_element_with_offset(image, *offsets[0].tolist()).click_and_hold()
+    for previous, point in zip(offsets, offsets[1:]):
+        actions.move_by_offset(*(point - previous).tolist())
+    actions.release().perform()
+
+
+def test_lasso_selects_clockwise_a_window_counter_clockwise_a_crossing(server, box_on_ground, browser):
+    open_viewer(browser, server, box_on_ground)
+    camera = shown_camera(browser)
+    Select(browser.find_element(By.ID, "left-drag")).select_by_value("lasso")
+    low, high = box_on_screen(camera)
+    low, high = low - 12, high + 12
+    middle = (low + high) / 2
+    # An octagon around the box's image, clockwise on screen (y down): right along the top first.
+    octagon = [[middle[0], low[1]], [high[0], low[1] + 4], [high[0] + 4, middle[1]], [high[0], high[1]],
+               [middle[0], high[1] + 4], [low[0], high[1]], [low[0] - 4, middle[1]], [low[0], low[1] + 4]]
+    for points, containment, names in ((octagon, "window", ["box"]),
+                                       (octagon[::-1], "crossing", ["box", "ground"])):
+        before = renders(browser)
+        draw_lasso(browser, camera, points)
+        assert selected_names(browser, before) == names
+        sent = browser.execute_script("return window.viewer.lastSelect")
+        assert sent["containment"] == containment and len(sent["polygon"]) >= 8 and not sent["visibleOnly"]
+        direct = httpx.post(f"{server}/scenes/{box_on_ground}/select", headers=AUTH,
+                            json={**camera, "polygon": sent["polygon"], "containment": containment}).json()
+        assert sorted(item["name"] for item in direct["objects"]) == names
+    # Visible only: what the region shows, as the service answers for the same polygon.
+    browser.find_element(By.ID, "visible-only").click()
+    before = renders(browser)
+    draw_lasso(browser, camera, octagon[::-1])
+    shown = selected_names(browser, before)
+    sent = browser.execute_script("return window.viewer.lastSelect")
+    assert sent["visibleOnly"] is True
+    direct = httpx.post(f"{server}/scenes/{box_on_ground}/select", headers=AUTH,
+                        json={**camera, "polygon": sent["polygon"], "visible_only": True}).json()
+    assert shown == sorted(item["name"] for item in direct["objects"]) == ["box", "ground"]
+    browser.find_element(By.ID, "visible-only").click()
+    Select(browser.find_element(By.ID, "left-drag")).select_by_value("select")
+    assert_no_script_errors(browser)
+
+
+def test_hover_from_the_id_buffer_while_the_camera_rests(server, box_on_ground, browser):
+    open_viewer(browser, server, box_on_ground)
+    stage = browser.find_element(By.ID, "stage")
+    image = browser.find_element(By.ID, "render")
+    wait_for(browser, lambda: viewer_value(browser, "window.viewer.live"), "the live channel")
+    wait_for(browser, lambda: stage.get_attribute("data-idbuffer") == "ready", "the ID buffer")
+    camera = shown_camera(browser)
+    picks = viewer_value(browser, "window.viewer.hoverPicks")
+    lookups = viewer_value(browser, "window.viewer.hoverLookups")
+    ids = {item["name"]: item["id"] for item in
+           httpx.get(f"{server}/scenes/{box_on_ground}", headers=AUTH).json()["objects"]}
+    low, high = box_on_screen(camera)
+    for pixel, name in (((low + high) / 2, "box"), (low - 12, "ground")):
+        ActionChains(browser).move_to_element_with_offset(image, *offset_from_centre(camera, pixel)).perform()
+        wait_for(browser, lambda: stage.get_attribute("data-hover") == str(ids[name]), f"the {name} hovered")
+        # What the page looked up is what a pick of that pixel's centre answers.
+        centre = (np.floor(np.asarray(pixel).round()) + 0.5).tolist()
+        assert direct_pick(server, box_on_ground, camera, centre)["object"]["id"] == ids[name]
+    assert viewer_value(browser, "window.viewer.hoverLookups") >= lookups + 2
+    assert viewer_value(browser, "window.viewer.hoverPicks") == picks
+    requests = browser.execute_script("return performance.getEntriesByType('resource').map((entry) => entry.name)")
+    assert sum("/idbuffer" in name for name in requests) == int(stage.get_attribute("data-idbuffer-fetches"))
+
+    # Orbiting drops the buffer: hovers are picks until the camera rests and a new buffer comes.
+    fetches = int(stage.get_attribute("data-idbuffer-fetches"))
+    actions = ActionBuilder(browser)
+    actions.pointer_action.move_to(image).pointer_down(MouseButton.RIGHT).move_by(30, 0)
+    actions.pointer_action.pointer_up(MouseButton.RIGHT)
+    actions.perform()
+    assert stage.get_attribute("data-idbuffer") == ""
+    ActionChains(browser).move_to_element_with_offset(image, 5, 5).perform()
+    wait_for(browser, lambda: viewer_value(browser, "window.viewer.hoverPicks") > picks, "a hover pick while moving")
+    wait_for(browser, lambda: int(stage.get_attribute("data-idbuffer-fetches")) > fetches, "the new view's ID buffer")
+    assert stage.get_attribute("data-idbuffer") == "ready"
+    assert viewer_value(browser, "window.viewerIdBuffer.camera") == shown_camera(browser)
+    assert_no_script_errors(browser)
+
+
 # ------------------------------------------------------------------ the live channel: hover, drag, a second viewer
 
 
@@ -545,14 +629,15 @@ def test_hover_and_drag_over_the_live_channel_reach_a_second_viewer(server, brow
         image = browser.find_element(By.ID, "render")
         stage = browser.find_element(By.ID, "stage")
 
-        # Hover: the object under the mouse is outlined, and no HTTP pick is sent for it.
+        # Hover: the object under the mouse is outlined, and no HTTP pick is sent for it (a pick over the
+        # live channel, or a look-up in the ID buffer once the camera rests).
         ActionChains(browser).move_to_element_with_offset(image, *offset_from_centre(camera, box_pixel)).perform()
         wait_for(browser, lambda: stage.get_attribute("data-hover") == str(box), "the box hovered")
         assert ["hover", box] in json.loads(browser.find_element(By.ID, "overlay").get_attribute("data-drawn"))
         ground_pixel = on_screen(camera, [-3.0, -3.0, 0.0])
         ActionChains(browser).move_to_element_with_offset(image, *offset_from_centre(camera, ground_pixel)).perform()
         wait_for(browser, lambda: stage.get_attribute("data-hover") == str(ground), "the ground hovered")
-        assert viewer_value(browser, "window.viewer.hoverPicks") >= 2
+        assert viewer_value(browser, "window.viewer.hoverPicks + window.viewer.hoverLookups") >= 2
         http_picks = browser.execute_script(
             "return performance.getEntriesByType('resource').map((entry) => entry.name)"
             ".filter((name) => name.includes('/pick'))")

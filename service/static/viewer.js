@@ -2,6 +2,8 @@
 // on the very camera that render used (its X-Camera header), so a click lands on what is drawn.
 // Hovering and dragging objects go over the scene's live channel (a WebSocket, /scenes/{id}/live),
 // which also pushes every change of the scene, so that each open viewer shows every other one's edits.
+// Once the camera rests, hovers are answered in the page from the image's ID buffer
+// (POST /scenes/{id}/idbuffer, the GPU-picking method without a GPU); while it moves, they are picks.
 "use strict";
 
 (() => {
@@ -20,7 +22,13 @@
   const RECONNECT_MAX_MS = 8000;
   // Colours of the boxes drawn over the image: the object under the mouse, the one being dragged.
   const HOVER_COLOUR = "#ffb000";
+  // The camera must rest this long (ms) after a render before the ID buffer of its image is fetched.
+  const IDBUFFER_DELAY_MS = 300;
   const DRAG_COLOUR = "#ff3df5";
+  // The lasso's outline as it is drawn: a window's solid, a crossing's dashed (as the marquee's).
+  const LASSO_COLOURS = { window: "#2f7fff", crossing: "#2fbf4f" };
+  // A lasso keeps a mouse position this far (image pixels) from its last point, so a slow stroke stays short.
+  const LASSO_STEP = 2;
 
   const state = {
     sceneId: null,
@@ -30,7 +38,7 @@
     rendering: false,
     renderAgain: false,
     lastPick: null, // {camera, pixel, result}, for tests and the console
-    lastSelect: null, // {camera, rect, containment, objects}, likewise
+    lastSelect: null, // {camera, rect or polygon, containment, visibleOnly, objects}, likewise
     objects: {},    // the scene's object table by id, as the live channel keeps it up to date
     version: null,  // the scene's edit number that table is at
     live: false,    // whether the live channel is open and past its hello
@@ -38,6 +46,7 @@
     events: 0,      // change events applied
     hover: null,    // id of the object under the mouse (null: none, or the background)
     hoverPicks: 0,  // hover picks answered
+    hoverLookups: 0, // hovers answered from the ID buffer
     dragging: null, // id of the object being dragged
     // The last drag, for tests and the console: {object, grab (the ground point pressed on), ground (under
     // the mouse now), on (the object that ground belongs to), transform, moves, edits, version, done}.
@@ -156,6 +165,7 @@
   async function openScene(id) {
     Object.assign(state, { sceneId: id, camera: null, shown: null, highlight: [], lastPick: null, objects: {},
                            version: null, hover: null, dragging: null });
+    forgetIdBuffer();
     history.replaceState(null, "", `?scene=${encodeURIComponent(id)}`);
     markCurrentScene();
     clearPick();
@@ -223,6 +233,55 @@
     image.dataset.version = String(version ?? "");
     image.dataset.renders = String(Number(image.dataset.renders ?? 0) + 1);
     drawOverlay();
+    scheduleIdBuffer();
+  }
+
+  // --------------------------------------------------------------- ID buffer
+  // What every pixel of the image on screen shows (object ids, row-major), fetched once the camera has
+  // rested IDBUFFER_DELAY_MS after a render; good while that image is on screen and no edit has come
+  // since (the version it was asked at). The fetch is gzip-compressed by the browser's Accept-Encoding.
+  const idBuffer = { camera: null, version: null, objects: null, timer: null, fetches: 0 };
+  window.viewerIdBuffer = idBuffer;  // for tests and the console
+
+  function forgetIdBuffer() {
+    clearTimeout(idBuffer.timer);
+    Object.assign(idBuffer, { camera: null, version: null, objects: null, timer: null });
+    stage.dataset.idbuffer = "";
+  }
+
+  function scheduleIdBuffer() {
+    clearTimeout(idBuffer.timer);
+    idBuffer.timer = setTimeout(() => reporting(fetchIdBuffer), IDBUFFER_DELAY_MS);
+  }
+
+  async function fetchIdBuffer() {
+    const { shown: camera, version, sceneId } = state;
+    // A render under way ends by scheduling another fetch; a fresh buffer needs none.
+    if (!camera || state.rendering || (idBuffer.camera === camera && idBuffer.version === version)) return;
+    const response = await api(scenePath("/idbuffer"), {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(camera),
+    });
+    const body = await response.arrayBuffer();
+    // The camera moved, the scene changed or another was opened meanwhile: this image is gone.
+    if (camera !== state.shown || version !== state.version || sceneId !== state.sceneId) return;
+    const width = Number(response.headers.get("X-Idbuffer-Width"));
+    const height = Number(response.headers.get("X-Idbuffer-Height"));
+    // The first plane: int32 object ids, little-endian like every browser's typed arrays.
+    Object.assign(idBuffer, { camera, version, objects: new Int32Array(body, 0, width * height) });
+    idBuffer.fetches += 1;
+    stage.dataset.idbuffer = "ready";
+    stage.dataset.idbufferFetches = String(idBuffer.fetches);
+  }
+
+  /** The object id the ID buffer shows at an image point (-1: none); undefined without a fresh buffer. */
+  function idBufferLookup(point) {
+    const camera = state.shown;
+    if (!idBuffer.objects || idBuffer.camera !== camera || idBuffer.version !== state.version) return undefined;
+    const x = clamp(Math.floor(point[0]), 0, camera.width - 1);
+    const y = clamp(Math.floor(point[1]), 0, camera.height - 1);
+    return idBuffer.objects[y * camera.width + x];
   }
 
   // ------------------------------------------------------------- live channel
@@ -380,7 +439,10 @@
   }
 
   function setVersion(version) {
+    const previous = state.version;
     state.version = Math.max(state.version ?? version, version);
+    // An edit may have moved what the ID buffer shows: hovers are picks until a fresh one comes.
+    if (state.version !== previous) scheduleIdBuffer();
     stage.dataset.version = String(state.version);
     stage.dataset.events = String(state.events);
   }
@@ -525,6 +587,18 @@
       if (hovered?.bounds && state.hover !== state.dragging && drawBox(context, camera, hovered.bounds, HOVER_COLOUR)) {
         drawn.push(["hover", hovered.id]);
       }
+      if (drag?.mode === "lasso" && drag.path.length > 1) {
+        const containment = lassoContainment(drag.path);
+        context.strokeStyle = LASSO_COLOURS[containment];
+        context.lineWidth = 1.5;
+        context.setLineDash(containment === "window" ? [] : [6, 4]);
+        context.beginPath();
+        drag.path.forEach(([x, y], i) => (i ? context.lineTo(x, y) : context.moveTo(x, y)));
+        context.closePath();
+        context.stroke();
+        context.setLineDash([]);
+        drawn.push(["lasso", containment]);
+      }
       if (activeDrag?.object !== undefined && state.dragging === activeDrag.object) {
         const [lo, hi] = activeDrag.bounds;
         const moved = [add(lo, activeDrag.offset), add(hi, activeDrag.offset)];
@@ -658,6 +732,7 @@
 
   function cameraMoved() {
     marker.hidden = true;  // it marks a point of the old view
+    forgetIdBuffer();      // so is the ID buffer: hovers are picks until the camera rests again
     requestRender();
   }
 
@@ -716,8 +791,33 @@
     const x1 = Math.abs(to[0] - from[0]) < 1 ? from[0] + 1 : to[0];
     const y1 = Math.abs(to[1] - from[1]) < 1 ? from[1] + 1 : to[1];
     const rect = [Math.min(from[0], x1), Math.min(from[1], y1), Math.max(from[0], x1), Math.max(from[1], y1)];
-    const { objects } = await postJson(scenePath("/select"), { ...camera, rect, containment });
-    state.lastSelect = { camera, rect, containment, objects };
+    await selectRegion({ rect }, containment);
+  }
+
+  /**
+   * As CAD tools' lassos: drawn clockwise on screen, a window; counter-clockwise, a crossing. In image
+   * pixels (y down), a clockwise outline has a positive shoelace sum.
+   */
+  function lassoContainment(path) {
+    let twiceArea = 0;
+    path.forEach(([x, y], i) => {
+      const [nx, ny] = path[(i + 1) % path.length];
+      twiceArea += x * ny - nx * y;
+    });
+    return twiceArea > 0 ? "window" : "crossing";
+  }
+
+  async function selectLasso(path) {
+    await selectRegion({ polygon: path }, lassoContainment(path));
+  }
+
+  async function selectRegion(region, containment) {
+    const camera = state.shown;
+    const visibleOnly = $("visible-only").checked;
+    const body = { ...camera, ...region, containment };
+    if (visibleOnly) body.visible_only = true;
+    const { objects } = await postJson(scenePath("/select"), body);
+    state.lastSelect = { camera, ...region, containment, visibleOnly, objects };
     showSelection(objects);
     state.highlight = objects.map((object) => object.id);
     requestRender();
@@ -763,9 +863,12 @@
     event.preventDefault();  // no text selection, no middle-button autoscroll
     const point = imagePoint(event);
     let mode = "orbit";
-    if (event.button === 0) mode = $("left-drag").value === "move" && state.live ? "grab" : "select";
+    if (event.button === 0) {
+      const tool = $("left-drag").value;
+      mode = tool === "move" && state.live ? "grab" : tool === "lasso" ? "lasso" : "select";
+    }
     drag = { button: event.button, start: [event.clientX, event.clientY], last: [event.clientX, event.clientY],
-             startPoint: point, lastPoint: point, moved: false, mode };
+             startPoint: point, lastPoint: point, moved: false, mode, path: [point] };
     if (mode === "grab") {
       hoverCleared = hoverSeq;
       drag.grabbed = grab(drag);
@@ -773,8 +876,20 @@
   });
 
   stage.addEventListener("mousemove", (event) => {
-    if (drag || !state.shown || !state.live) return;
-    hovers.push({ point: imagePoint(event), seq: ++hoverSeq });
+    if (drag || !state.shown) return;
+    const point = imagePoint(event);
+    const seen = idBufferLookup(point);
+    if (seen !== undefined) {
+      // Answered here: any pick still on its way is older than this.
+      hoverCleared = ++hoverSeq;
+      hovers.drop();
+      state.hoverLookups += 1;
+      stage.dataset.hoverLookups = String(state.hoverLookups);
+      setHover(seen >= 0 ? seen : null);
+      return;
+    }
+    if (!state.live) return;
+    hovers.push({ point, seq: ++hoverSeq });
   });
 
   stage.addEventListener("mouseleave", () => {
@@ -790,6 +905,13 @@
     if (drag.button === 0) {
       drag.lastPoint = imagePoint(event);
       if (drag.moved && drag.mode === "select") showMarquee(drag.startPoint, drag.lastPoint);
+      if (drag.mode === "lasso") {
+        const last = drag.path[drag.path.length - 1];
+        if (Math.hypot(drag.lastPoint[0] - last[0], drag.lastPoint[1] - last[1]) >= LASSO_STEP) {
+          drag.path.push(drag.lastPoint);
+          drawOverlay();
+        }
+      }
       if (drag.moved && drag.mode === "object") dragSteps.push({ d: drag, point: drag.lastPoint });
     } else if (state.camera) {
       orbit(position[0] - drag.last[0], position[1] - drag.last[1]);
@@ -809,6 +931,9 @@
       if (d.mode === "object") {
         await finishDrag(d, endPoint);
         if (!d.moved) await pick(d.startPoint);
+      } else if (d.mode === "lasso") {
+        drawOverlay();  // the outline goes: the selection's highlight shows what it took
+        await (d.moved && d.path.length >= 3 ? selectLasso(d.path) : pick(d.startPoint));
       } else {
         await (d.moved ? select(d.startPoint, endPoint) : pick(d.startPoint));
       }
