@@ -62,13 +62,15 @@ PIXEL_BLOCK = 1024
 
 
 @jit_parallel
-def id_buffer_parallel(scene, width, height, eye, ray_map, origins, directions, tmin, tmax, cull, out_object,
+def id_buffer_parallel(scene, alpha, width, height, eye, ray_map, origins, directions, tmin, tmax, cull, out_object,
                        out_triangle, out_depth, out_normal, out_barycentric):
     """Closest hit of the ray through each pixel centre into compact per-pixel outputs.
 
     Parameters
     ----------
     scene : SceneArrays
+    alpha : tuple
+        The alpha test's arguments (``bvh.scene._Snapshot.alpha``).
     width, height : int
         The image; pixel ``i`` is ``(i % width, i // width)``.
     eye : (3,) float64
@@ -122,7 +124,7 @@ def id_buffer_parallel(scene, width, height, eye, ray_map, origins, directions, 
         point = np.empty((m, 3))
         normal = np.empty((m, 3))
         front_face = np.empty(m, np.bool_)
-        _closest_block(scene, block_origins, block_directions, tmin, tmax, cull, 0, m, hit_object, hit_row, hit_t,
+        _closest_block(scene, alpha, block_origins, block_directions, tmin, tmax, cull, 0, m, hit_object, hit_row, hit_t,
                        hit_u, hit_v, hit_normal, obj, mesh, triangle, t, u, v, point, normal, front_face)
         for i in range(m):
             out_object[start + i] = obj[i]
@@ -138,11 +140,12 @@ def id_buffer_parallel(scene, width, height, eye, ray_map, origins, directions, 
                 out_barycentric[start + i, 1] = v[i]
 
 
-def trace(scene, camera: Camera, tmin: float, tmax: float, cull: bool, normals: bool = False,
+def trace(scene, alpha, camera: Camera, tmin: float, tmax: float, cull: bool, normals: bool = False,
           barycentrics: bool = False) -> IdBuffer:
     """The :class:`IdBuffer` of ``camera`` over the kernel arrays ``scene``
-    (a ``SceneArrays`` with the query's objects enabled); ``tmin``, ``tmax``
-    checked, ``tmax`` finite (``bvh._jit.FAR`` for unbounded)."""
+    (a ``SceneArrays`` with the query's objects enabled) and the alpha test's
+    arguments ``alpha``; ``tmin``, ``tmax`` checked, ``tmax`` finite
+    (``bvh._jit.FAR`` for unbounded)."""
     n = camera.width * camera.height
     hit_object = np.empty(n, np.int32)
     hit_triangle = np.empty(n, np.int32)
@@ -157,7 +160,7 @@ def trace(scene, camera: Camera, tmin: float, tmax: float, cull: bool, normals: 
         camera.rays([0.5, 0.5])
         origins, directions = np.empty((0, 3)), np.empty((0, 3))
         eye, ray_map = camera._eye, camera._ray_map
-    id_buffer_parallel(scene, np.int64(camera.width), np.int64(camera.height), eye, ray_map, origins, directions,
+    id_buffer_parallel(scene, alpha, np.int64(camera.width), np.int64(camera.height), eye, ray_map, origins, directions,
                        float(tmin), float(tmax), bool(cull), hit_object, hit_triangle, depth, normal, barycentric)
     return IdBuffer(camera.width, camera.height, hit_object, hit_triangle, depth,
                     normal.astype(np.float16) if normals else None, barycentric if barycentrics else None)

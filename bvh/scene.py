@@ -2007,7 +2007,7 @@ class Scene:
                          np.concatenate(chosen_triangles).astype(np.int64))
 
     def select_visible(self, camera, pixels, mode="objects", mask=ALL_BITS, objects=None,
-                       exclude=None) -> Selection:
+                       exclude=None, alpha_test=True, alpha_cutoff=0.5) -> Selection:
         """What a camera sees through some of its pixels: one closest-hit ray
         per pixel (visible-only selection, as an ID render would answer it).
 
@@ -2018,7 +2018,7 @@ class Scene:
             ``[column, row]`` of each pixel; the ray goes through its centre
             (``[column + 0.5, row + 0.5]``, as :meth:`id_buffer` casts).
         mode : "objects" or "triangles"
-        mask, objects, exclude
+        mask, objects, exclude, alpha_test, alpha_cutoff
             As for :meth:`intersect`.
 
         Returns
@@ -2032,7 +2032,8 @@ class Scene:
         pixels = np.asarray(pixels)
         if pixels.shape[0] == 0:
             return Selection(np.zeros(0, np.int64), np.zeros(0, np.int64))
-        hits = self.intersect(*camera.rays(pixels + 0.5), mask=mask, objects=objects, exclude=exclude)
+        hits = self.intersect(*camera.rays(pixels + 0.5), mask=mask, objects=objects, exclude=exclude,
+                              alpha_test=alpha_test, alpha_cutoff=alpha_cutoff)
         seen = hits.object >= 0
         if mode == "objects":
             chosen = np.unique(hits.object[seen])
@@ -2041,14 +2042,14 @@ class Scene:
         return Selection(pairs[:, 0].copy(), pairs[:, 1].copy())
 
     def id_buffer(self, camera, mask=ALL_BITS, objects=None, exclude=None, cull_backfaces=False, tmin=0.0,
-                  tmax=np.inf, normals=False, barycentrics=False) -> IdBuffer:
+                  tmax=np.inf, normals=False, barycentrics=False, alpha_test=True, alpha_cutoff=0.5) -> IdBuffer:
         """What each pixel of ``camera``'s image shows (:mod:`bvh.idbuffer`).
 
         Parameters
         ----------
         camera : bvh.camera.Camera
-        mask, objects, exclude, cull_backfaces, tmin, tmax
-            As for :meth:`intersect`.
+        mask, objects, exclude, cull_backfaces, tmin, tmax, alpha_test, alpha_cutoff
+            As for :meth:`intersect`: a transparent texel lets the pixel's ray through.
         normals, barycentrics : bool
             Also fill :attr:`IdBuffer.normal` and :attr:`IdBuffer.barycentric`.
 
@@ -2060,12 +2061,13 @@ class Scene:
             answers for ``camera.rays`` of that pixel centre.
         """
         tmin, tmax = check_window(tmin, tmax)
+        alpha_test, alpha_cutoff = _check_alpha_options(alpha_test, alpha_cutoff)
         snap = self._snapshot()
         enabled = self._enabled(snap, mask, objects, exclude)
         if not snap.traceable:
             return id_buffer_missed(camera, normals, barycentrics)
-        return trace_id_buffer(snap.with_enabled(enabled), camera, tmin, min(tmax, FAR), cull_backfaces, normals,
-                               barycentrics)
+        return trace_id_buffer(snap.with_enabled(enabled), snap.alpha(alpha_test, alpha_cutoff), camera, tmin,
+                               min(tmax, FAR), cull_backfaces, normals, barycentrics)
 
     def overlap(self, shape, triangles=False, mask=ALL_BITS, objects=None, exclude=None) -> Selection:
         """Objects (or their triangles) that have a point in common with a

@@ -69,3 +69,22 @@ def test_an_empty_scene_misses_everywhere():
     buffer = bvh.Scene().id_buffer(CAMERAS["pinhole"](), normals=True, barycentrics=True)
     assert (buffer.object == -1).all() and (buffer.triangle == -1).all() and np.isinf(buffer.depth).all()
     assert np.isnan(buffer.normal.astype(float)).all() and np.isnan(buffer.barycentric).all()
+
+
+def test_transparent_texels_let_the_pixels_rays_through():
+    # The alpha-tested checkerboard card before a wall (tests/alpha_scenes.py), seen from the front.
+    from tests.alpha_scenes import checker_card_scene
+
+    scene = bvh.load(checker_card_scene()[0], file_type="glb")
+    card = next(info.id for info in scene.objects if info.name == "card")
+    wall = next(info.id for info in scene.objects if info.name == "wall")
+    camera = Camera.pinhole([0.5, 0.5, 4.0], [0.5, 0.5, 0.0], [0, 1, 0], 20.0, 48, 48)
+    rays = camera.rays(pixel_centers(48, 48))
+    for alpha_test in (True, False):
+        buffer = scene.id_buffer(camera, alpha_test=alpha_test)
+        assert np.array_equal(buffer.object, scene.intersect(*rays, alpha_test=alpha_test).object)
+        assert card in buffer.object and wall in buffer.object
+    # Half the card's texels are transparent: the wall shows through them.
+    through = (scene.id_buffer(camera).object == card).sum()
+    whole = (scene.id_buffer(camera, alpha_test=False).object == card).sum()
+    assert abs(through - whole / 2) < 0.1 * whole

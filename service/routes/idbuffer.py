@@ -113,7 +113,7 @@ def _id_buffer(stored, body, compress: bool) -> bytes:
     with client_errors():
         buffer, _ = stored.consistent(lambda scene: scene.id_buffer(
             camera, cull_backfaces=body.cull_backfaces, normals=body.normal, barycentrics=body.barycentric,
-            **options))
+            alpha_test=body.alpha_test, alpha_cutoff=body.alpha_cutoff, **options))
     parts = [buffer.object.astype("<i4", copy=False), buffer.triangle.astype("<i4", copy=False),
              buffer.depth.astype("<f4", copy=False)]
     if body.barycentric:
