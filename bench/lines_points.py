@@ -40,13 +40,14 @@ def _agreement(rays: int) -> None:
     for tolerance in TOLERANCES:
         hits = scene.intersect(origins, directions, exclude=exclude, line_tolerance=tolerance[0],
                                line_slope=tolerance[1], point_tolerance=tolerance[2], point_slope=tolerance[3])
+        counts = {}
         agree, ambiguous, wrong = agreement(scene, hits, origins, directions, 0.0, np.inf,
-                                            np.tile(tolerance, (rays, 1)))
+                                            np.tile(tolerance, (rays, 1)), counts)
         firm = rays - ambiguous
         kinds = np.bincount(hits.primitive + 1, minlength=5)
         print(f"tolerance {tolerance}: {agree}/{firm} unambiguous rays agree ({100.0 * agree / max(firm, 1):.2f}%), "
-              f"{ambiguous} ambiguous; misses {kinds[0]}, triangles {kinds[1]}, segments {kinds[3]}, "
-              f"points {kinds[4]}")
+              f"{ambiguous} ambiguous of which {counts['ambiguous_agreeing']} agree too; misses {kinds[0]}, "
+              f"triangles {kinds[1]}, segments {kinds[3]}, points {kinds[4]}")
 
 
 def _rate(points: int, rays: int, repeat: int) -> None:

@@ -219,11 +219,14 @@ def pick(world: World, o, d, tmin, tmax, line_tol, line_slope, point_tol, point_
     return Answer(-1, -1, -1, np.inf, np.nan, ambiguous)
 
 
-def agreement(scene, hits, origins, directions, tmin, tmax, tolerances) -> tuple[int, int, list]:
+def agreement(scene, hits, origins, directions, tmin, tmax, tolerances, counts=None) -> tuple[int, int, list]:
     """``(agreeing, ambiguous, disagreeing rows)`` of a pick's ``hits``
-    against :func:`pick`; ``tolerances (N, 4)`` as ``Scene.intersect`` takes them."""
+    against :func:`pick`; ``tolerances (N, 4)`` as ``Scene.intersect`` takes
+    them. ``counts``, a dict, gets ``"ambiguous_agreeing"``: the ambiguous
+    rays whose answer is the brute force's all the same."""
     world = world_of(scene)
     agree, ambiguous, wrong = 0, 0, []
+    ambiguous_agreeing = 0
     for i in range(len(origins)):
         answer = pick(world, origins[i], directions[i], tmin, tmax, *tolerances[i])
         got_index = {-1: -1, TRIANGLE: hits.triangle[i], SHAPE: -1, SEGMENT: hits.segment[i],
@@ -232,8 +235,11 @@ def agreement(scene, hits, origins, directions, tmin, tmax, tolerances) -> tuple
                 and int(got_index) == answer.index)
         if answer.ambiguous:
             ambiguous += 1
+            ambiguous_agreeing += same
         elif same:
             agree += 1
         else:
             wrong.append(i)
+    if counts is not None:
+        counts["ambiguous_agreeing"] = ambiguous_agreeing
     return agree, ambiguous, wrong
