@@ -761,6 +761,8 @@ class BatchOptionsOut(BaseModel):
     exclude: list[int] | None
     alpha_test: bool
     alpha_cutoff: float
+    line_tolerance: float
+    point_tolerance: float
 
 
 class HelloMessage(BaseModel):

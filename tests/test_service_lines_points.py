@@ -4,6 +4,8 @@ tolerances (``/pick``, ``/pick/batch``, ``/pick/camera``), the answers' fields, 
 import numpy as np
 import pytest
 
+from service.picking import RECORD
+
 #: A floor at z = 0 ([-1, 1]^2), a polyline along x at z = 0.5, a point above the floor.
 OBJ = (b"v -1 -1 0\nv 1 -1 0\nv 1 1 0\nv -1 1 0\nf 1 2 3\nf 1 3 4\n"
        b"v -1 0 0.5\nv 0 0 0.5\nv 1 0 0.5\nl 5 6 7\n")
@@ -87,3 +89,19 @@ def test_pixel_tolerance_refusals(client, triangle_scene):
     assert response.status_code == 422 and "line_pixels" in response.text
     response = client.post(f"/scenes/{triangle_scene}/pick/camera", json={**camera, "point_pixels": 900})
     assert response.status_code == 422 and "45 degrees" in response.text
+
+
+def test_binary_batch_takes_tolerances_in_the_query(client):
+    scene = upload(client, "wire.obj", OBJ)
+    rays = np.array([[0.5, 0.01, 2, 0, 0, -1]], "<f4")
+    records = []
+    for query in ("", "?line_tolerance=0.02"):
+        response = client.post(f"/scenes/{scene}/pick/batch{query}", content=rays.tobytes(),
+                               headers={"content-type": "application/octet-stream"})
+        assert response.status_code == 200, response.text
+        records.append(np.frombuffer(response.content, RECORD)[0])
+    assert records[0]["triangle"] >= 0 and records[0]["t"] == pytest.approx(2.0)
+    assert records[1]["triangle"] == -1 and records[1]["t"] == pytest.approx(1.5)
+    assert np.isnan(records[1]["normal"]).all()
+    refused = client.post(f"/scenes/{scene}/pick/batch?line_tolerance=0.1", json={"origins": [], "directions": []})
+    assert refused.status_code == 422 and "binary form" in refused.text

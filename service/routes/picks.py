@@ -45,7 +45,8 @@ CAMERA_TAGS = frozenset({"pinhole", "matrices"})
 
 BINARY_BATCH = ("N rays of 24 bytes: ox, oy, oz, dx, dy, dz as little-endian float32. The answer is N "
                 "records of 32 bytes: float32 t (inf on a miss), int32 object (-1), int32 triangle (-1), "
-                "float32 u, float32 v, float32 nx, ny, nz. Options go in the query string.")
+                "float32 u, float32 v, float32 nx, ny, nz. Options go in the query string. A segment or "
+                "point hit (line_tolerance, point_tolerance) reads as triangle -1 with u, v and the normal NaN.")
 
 ERRORS = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}}
 
@@ -171,7 +172,8 @@ async def off_loop(rays: int, function, *args):
     return await run_in_threadpool(function, *args)
 
 
-QUERY_OPTIONS = ("tmin", "tmax", "cull_backfaces", "mask", "objects", "exclude", "alpha_test", "alpha_cutoff")
+QUERY_OPTIONS = ("tmin", "tmax", "cull_backfaces", "mask", "objects", "exclude", "alpha_test", "alpha_cutoff",
+                 "line_tolerance", "point_tolerance")
 
 
 @router.post("/scenes/{scene_id}/pick/batch", response_model=BatchPickResult,
@@ -190,7 +192,9 @@ async def pick_batch(
         objects: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
         exclude: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
         alpha_test: Annotated[bool, Query(description="binary form only")] = True,
-        alpha_cutoff: Annotated[float, Query(ge=0, le=1, allow_inf_nan=False, description="binary form only")] = 0.5):
+        alpha_cutoff: Annotated[float, Query(ge=0, le=1, allow_inf_nan=False, description="binary form only")] = 0.5,
+        line_tolerance: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0,
+        point_tolerance: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0):
     """Many rays at once: JSON ``origins`` and ``directions`` answered column by column, or
     ``application/octet-stream`` rays answered as packed binary records."""
     stored = await find_scene(store, scene_id)
@@ -203,6 +207,10 @@ async def pick_batch(
         data = await request.body()
         check_binary_rays(len(data), settings)
         options = {**query_window(tmin, tmax, mask, objects, exclude), **alpha_options(alpha_test, alpha_cutoff)}
+        if line_tolerance:
+            options["line_tolerance"] = line_tolerance
+        if point_tolerance:
+            options["point_tolerance"] = point_tolerance
         count = len(data) // RAY_BYTES
         count_rays(request, count)
         return Response(await off_loop(count, binary_batch, stored, data, cull_backfaces, options),
