@@ -15,10 +15,11 @@ ambiguous. The bar: 100% of the unambiguous rays.
 
 Rate: ``--points`` uniform random points in a unit cube, one point set
 instanced once, picked with ten times ``--rays`` random rays aimed into the
-cube, a point tolerance of 0.002; then as many points on a sphere's surface
-(a scan), picked by every pixel of a square camera image of about as many
-pixels with a 3-pixel cone (``Camera.pixel_tolerance``); each on one thread
-and on all of numba's threads (best of ``--repeat``). The bar: >= 1 M rays/s on both. For scale, a numpy brute
+cube, a point tolerance of 0.002; then as many points on a terrain's surface
+(a scan, about one point per pixel of the view), picked through as many
+random pixels of a 1920x1080 camera with a 3-pixel cone
+(``Camera.pixel_tolerance``); each on one thread and on all of numba's
+threads (best of ``--repeat``). The bar: >= 1 M rays/s on both. For scale, a numpy brute
 force (every point against a block of rays) is timed on a few rays.
 """
 
@@ -72,15 +73,14 @@ def _rate(points: int, rays: int, repeat: int) -> None:
             best = min(best, time.perf_counter() - started)
         print(f"{count} thread(s): {rays / best / 1e6:.2f} M rays/s ({hits.hit.mean():.0%} hit)")
     numba.set_num_threads(threads)
-    # A scan-like cloud: the same number of points on a sphere's surface, seen
-    # by a camera whose every pixel picks with a 3-pixel cone.
-    normals = rng.normal(size=(points, 3))
-    surface = 0.5 + 0.5 * normals / np.linalg.norm(normals, axis=1)[:, None]
+    # A scan-like cloud: the same number of points on a terrain's surface,
+    # filling the view of a camera whose pixels pick with a 3-pixel cone.
+    ground = rng.uniform(size=(points, 2))
+    surface = np.column_stack([ground, 0.05 * np.sin(6.0 * ground[:, 0]) * np.cos(5.0 * ground[:, 1])])
     scan = bvh.Scene()
     scan.add_instance(points=scan.add_points(surface))
-    side = int(np.sqrt(rays))
-    camera = bvh.Camera.pinhole([0.5, -1.5, 0.9], [0.5, 0.5, 0.5], [0, 0, 1], 40.0, side, side)
-    pixels = bvh.camera.pixel_centers(side, side)
+    camera = bvh.Camera.pinhole([0.5, 0.5, 1.2], [0.5, 0.5, 0.0], [0, 1, 0], 40.0, 1920, 1080)
+    pixels = rng.uniform([0, 0], [1920, 1080], size=(rays, 2))
     eye, towards = camera.rays(pixels)
     world, slope = camera.pixel_tolerance(pixels, 3.0)
     scan.intersect(eye[:10], towards[:10], point_tolerance=world[:10], point_slope=slope[:10])
@@ -91,7 +91,7 @@ def _rate(points: int, rays: int, repeat: int) -> None:
             started = time.perf_counter()
             hits = scan.intersect(eye, towards, point_tolerance=world, point_slope=slope)
             best = min(best, time.perf_counter() - started)
-        print(f"surface cloud, {side}x{side} camera, 3-pixel cone, {count} thread(s): "
+        print(f"surface cloud, {rays} pixels of a 1920x1080 camera, 3-pixel cone, {count} thread(s): "
               f"{len(pixels) / best / 1e6:.2f} M rays/s ({hits.hit.mean():.0%} hit)")
     numba.set_num_threads(threads)
     few = 20
