@@ -25,8 +25,8 @@ from numba import njit
 #: (``tests/test_jit_cache.py`` checks the second part): the Python-facing
 #: API, loading and saving. A change to them cannot change compiled code, so
 #: they are left out of the cache key and editing them does not recompile.
-PYTHON_ONLY = frozenset({"__init__.py", "gltf_materials.py", "hits.py", "loader.py", "materials.py", "mesh_bvh.py",
-                         "mesh_pack.py", "persistence.py", "scene.py", "trimesh.py"})
+PYTHON_ONLY = frozenset({"__init__.py", "gltf_materials.py", "hits.py", "line_point_pack.py", "loader.py",
+                         "materials.py", "mesh_bvh.py", "mesh_pack.py", "persistence.py", "scene.py", "trimesh.py"})
 
 
 def _source_keyed_cache_dir(package: Path = Path(__file__).resolve().parent) -> Path:

@@ -545,6 +545,52 @@ class Camera:
             raise ValueError(f"pixel {pixels[row].tolist()} has no ray " + _too_far_apart(self.view, self.projection))
         return origins, directions
 
+    def pixel_tolerance(self, pixels, tolerance) -> tuple[np.ndarray, np.ndarray]:
+        """A tolerance of ``tolerance`` pixels about each pixel's ray, as
+        ``Scene.intersect`` takes it: ``tol(t) = world + slope * t * |d|``.
+
+        A perspective camera's tolerance is a cone: ``slope = tan(tolerance *
+        angle)``, ``angle`` the angle between the rays of this pixel
+        coordinate and of its neighbours one pixel to the right and one down
+        (their geometric mean: exact for square pixels, and for others the
+        tolerance spans about ``tolerance`` pixels), so the band picked is
+        about ``tolerance`` pixels wide on screen at any distance and
+        anywhere in the image (off the centre a pixel spans a smaller
+        angle). An orthographic camera's is a cylinder: ``world = tolerance
+        * size``, ``size`` a pixel's size on the near plane (the same mean).
+
+        Parameters
+        ----------
+        pixels : (N, 2) or (2,) array_like
+            Pixel coordinates, as :meth:`rays` takes them.
+        tolerance : float
+            Pixels, finite and ``>= 0``; the cone's half angle must stay
+            below 45 degrees.
+
+        Returns
+        -------
+        world, slope : (N,) float64
+        """
+        number = float(tolerance) if isinstance(tolerance, (int, float, np.integer, np.floating)) \
+            and not isinstance(tolerance, bool) else None
+        if number is None or not math.isfinite(number) or number < 0.0:
+            raise ValueError(f"a pixel tolerance must be a finite number of pixels >= 0, got {tolerance!r}")
+        origins, directions = self.rays(pixels)
+        flat = _coordinates("pixels", pixels, "[x, y] or an (N, 2) array").reshape(-1, 2)
+        right_origins, right = self.rays(flat + [1.0, 0.0])
+        down_origins, down = self.rays(flat + [0.0, 1.0])
+        n = origins.shape[0]
+        if self._eye is None:
+            across = np.linalg.norm(right_origins - origins, axis=1)
+            along = np.linalg.norm(down_origins - origins, axis=1)
+            return number * np.sqrt(across * along), np.zeros(n)
+        across = 2.0 * np.arcsin(np.minimum(1.0, np.linalg.norm(right - directions, axis=1) * 0.5))
+        along = 2.0 * np.arcsin(np.minimum(1.0, np.linalg.norm(down - directions, axis=1) * 0.5))
+        half_angle = number * np.sqrt(across * along)
+        if not (half_angle < math.pi / 4.0).all():
+            raise ValueError(f"a tolerance of {number:g} pixels spans more than 45 degrees with this camera")
+        return np.zeros(n), np.tan(half_angle)
+
     def frustum(self, rect=None) -> np.ndarray:
         """The world-space frustum through a pixel rectangle, as half-spaces.
 

@@ -9,6 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 
+#: Names of ``SceneHits.primitive``'s codes (``bvh.lines_points``).
+PRIMITIVE_NAMES = ("triangle", "shape", "segment", "point")
+
+
 @dataclass(frozen=True)
 class Hits:
     """Closest hit of each of N rays.
@@ -117,6 +121,28 @@ class SceneHits:
         mesh has none, for shapes and on a miss.
     front_face : (N,) bool
         ``direction . normal < 0``; False on a miss.
+    primitive : (N,) int8
+        What was hit: ``PRIMITIVE_NAMES[primitive]`` (0 triangle, 1 shape,
+        2 segment, 3 point), -1 on a miss.
+    set : (N,) int64
+        The line or point set of a segment's or point's object; else -1.
+    segment : (N,) int64
+        Index of the segment hit in its set as added; else -1.
+    s : (N,) float64
+        Where on the segment, ``a + s (b - a)``, ``s`` in ``[0, 1]``; else NaN.
+    point_index : (N,) int64
+        Index of the point hit in its set as added; else -1.
+    distance : (N,) float64
+        Distance from the ray of the segment's or point's nearest point (the
+        closest approach, at ``t``); 0 for a surface, NaN on a miss.
+
+    Notes
+    -----
+    For a segment or point hit (see :mod:`bvh.lines_points`), ``t`` is the
+    ray's parameter of closest approach and ``point`` the nearest point of
+    the segment (or the point itself), ``distance`` from ``origin + t *
+    direction``; ``mesh``, ``triangle`` are -1, ``u``, ``v``, ``uv`` and the
+    normals NaN, ``front_face`` False.
     """
 
     object: np.ndarray
@@ -130,6 +156,12 @@ class SceneHits:
     shading_normal: np.ndarray
     uv: np.ndarray
     front_face: np.ndarray
+    primitive: np.ndarray
+    set: np.ndarray
+    segment: np.ndarray
+    s: np.ndarray
+    point_index: np.ndarray
+    distance: np.ndarray
 
     @property
     def hit(self) -> np.ndarray:

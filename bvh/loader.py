@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InstanceDescription",
+    "SetDescription",
     "MeshDescription",
     "SceneDescription",
     "load",
@@ -135,6 +136,27 @@ class InstanceDescription(NamedTuple):
     name: str
 
 
+class SetDescription(NamedTuple):
+    """One line set or point set of a file (``bvh.Scene.add_lines`` /
+    ``add_points``), in its own space.
+
+    Attributes
+    ----------
+    name : str
+    kind : str
+        ``"lines"`` or ``"points"``.
+    vertices : (V, 3) float64
+        A line set's vertices, a point set's points.
+    segments : (E, 2) int64
+        A line set's segments (empty for points).
+    """
+
+    name: str
+    kind: str
+    vertices: np.ndarray
+    segments: np.ndarray
+
+
 class _ObjFaceLines(NamedTuple):
     """The ``f`` lines of an OBJ: vertex count of each, and whether trimesh
     will parse them as one array (every line with the same field count)."""
@@ -160,6 +182,9 @@ class SceneDescription:
     file_type: str
     meshes: list[MeshDescription] = field(default_factory=list)
     instances: list[InstanceDescription] = field(default_factory=list)
+    #: Line and point sets, and their placements (``mesh`` indexes ``sets``).
+    sets: list[SetDescription] = field(default_factory=list)
+    set_instances: list[InstanceDescription] = field(default_factory=list)
 
 
 def supported_file_types() -> list[str]:
@@ -224,6 +249,20 @@ def load(source, file_type: str | None = None, name: str | None = None) -> Scene
         try:
             scene.add_instance(mesh_ids[instance.mesh], transform=instance.transform,
                                name=instance.name)
+        except ValueError as exc:
+            raise ValueError(f"node {instance.name!r} of this {label} file: {exc}") from exc
+    set_ids = []
+    for line_set in description.sets:
+        try:
+            set_ids.append(scene.add_lines(line_set.vertices, line_set.segments, name=line_set.name)
+                           if line_set.kind == "lines" else scene.add_points(line_set.vertices, name=line_set.name))
+        except ValueError as exc:
+            raise ValueError(f"{line_set.kind} {line_set.name!r} of this {label} file: {exc}") from exc
+    for instance in description.set_instances:
+        kind = description.sets[instance.mesh].kind
+        try:
+            scene.add_instance(None, transform=instance.transform, name=instance.name,
+                               **{kind: set_ids[instance.mesh]})
         except ValueError as exc:
             raise ValueError(f"node {instance.name!r} of this {label} file: {exc}") from exc
     return scene
@@ -319,8 +358,10 @@ def read_scene_description(source, file_type: str | None = None, name: str | Non
     # These are checked before trimesh parses them; a path is still handed to
     # trimesh as a path (but for an OBJ), which names the geometry after the file.
     raw = data if data is not None or file_type not in ("obj", "glb", "ply") else _read_path(path)
+    obj_lines = None
     if file_type == "obj" and raw:
         data, obj_faces = _prepare_obj(raw)
+        obj_lines = _obj_lines(data.decode("utf-8"))
     elif file_type == "glb" and raw:
         document = _check_glb(raw)
     elif file_type == "gltf" and data:
@@ -336,7 +377,7 @@ def read_scene_description(source, file_type: str | None = None, name: str | Non
     if file_type in ("glb", "gltf"):
         _read_gltf_alpha(scene, file_type, raw, data, path, document, resolver)
     try:
-        description = _describe(scene, file_type, obj_faces)
+        description = _describe(scene, file_type, obj_faces, obj_lines)
     except ValueError:
         raise
     except Exception as exc:
@@ -1160,15 +1201,35 @@ def _is_text(data: bytes) -> bool:
     return True
 
 
-def _describe(scene, file_type: str, obj_faces) -> SceneDescription:
-    """Meshes and instances of a trimesh scene; skips geometry without triangles."""
+def _describe(scene, file_type: str, obj_faces, obj_lines=None) -> SceneDescription:
+    """Meshes and instances of a trimesh scene, and its line and point sets
+    (``Path3D`` and ``PointCloud`` geometry; an OBJ's ``l`` lines, which
+    trimesh reads as a point cloud of all the file's vertices, from
+    ``obj_lines``)."""
     label = _label(file_type)
     graph = scene.graph
     # Instance node -> (world transform, names of its triangle geometries).
     placements: dict[str, tuple[np.ndarray, list[str]]] = {}
+    set_index: dict[str, int] = {}
+    sets: list[SetDescription] = []
+    set_instances: list[InstanceDescription] = []
+    if obj_lines is not None:
+        sets.append(SetDescription("lines", "lines", *obj_lines))
+        set_instances.append(InstanceDescription(0, np.eye(4), "lines"))
     for node in graph.nodes_geometry:
         transform, geometry_name = graph[node]
         geometry = scene.geometry.get(geometry_name)
+        if geometry is not None and file_type != "obj" and not _has_triangles(geometry):
+            found = _line_point_set(str(geometry_name), geometry, label)
+            if found is not None:
+                if geometry_name not in set_index:
+                    set_index[geometry_name] = len(sets)
+                    sets.append(found)
+                transform = np.array(transform, dtype=np.float64)
+                if transform.shape != (4, 4) or not np.isfinite(transform).all():
+                    raise ValueError(f"this {label} file has a non-finite transform on node {node!r}")
+                set_instances.append(InstanceDescription(set_index[geometry_name], transform, str(node)))
+            continue
         if geometry is None or not _has_triangles(geometry):
             continue
         owner = node
@@ -1181,11 +1242,11 @@ def _describe(scene, file_type: str, obj_faces) -> SceneDescription:
                 owner = parent
         placements.setdefault(owner, (transform, []))[1].append(geometry_name)
 
-    if not placements:
+    if not placements and not set_instances:
         raise ValueError(f"this {label} file has no triangles: it holds "
                          f"{_holdings(scene.geometry.values())}")
 
-    description = SceneDescription(file_type=file_type)
+    description = SceneDescription(file_type=file_type, sets=sets, set_instances=set_instances)
     mesh_index: dict[tuple[str, ...], int] = {}
     for node, (transform, geometry_names) in placements.items():
         key = tuple(geometry_names)
@@ -1198,6 +1259,53 @@ def _describe(scene, file_type: str, obj_faces) -> SceneDescription:
             raise ValueError(f"this {label} file has a non-finite transform on node {node!r}")
         description.instances.append(InstanceDescription(mesh_index[key], transform, str(node)))
     return description
+
+
+def _line_point_set(name: str, geometry, label: str) -> SetDescription | None:
+    """A trimesh ``PointCloud`` as a point set, a ``Path3D`` as a line set
+    (each entity's polyline as consecutive segments; a closed entity, a
+    glTF LINE_LOOP, repeats its first point last), or None for anything else."""
+    kind = type(geometry).__name__
+    if kind not in ("PointCloud", "Path3D"):
+        return None
+    vertices = np.array(geometry.vertices, dtype=np.float64).reshape(-1, 3)
+    if not np.isfinite(vertices).all():
+        raise ValueError(f"this {label} file has non-finite coordinates in {name!r}")
+    if kind == "PointCloud":
+        return None if len(vertices) == 0 else SetDescription(name, "points", vertices, np.zeros((0, 2), np.int64))
+    pairs = [np.stack([np.asarray(entity.points)[:-1], np.asarray(entity.points)[1:]], axis=1)
+             for entity in geometry.entities if len(entity.points) >= 2]
+    if not pairs:
+        return None
+    return SetDescription(name, "lines", vertices, np.concatenate(pairs).astype(np.int64))
+
+
+def _obj_lines(text: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(vertices, segments)`` of an OBJ's ``l`` lines (polylines: each pair
+    of consecutive references a segment; ``v/vt`` references, negative ones
+    counting back from the vertices defined so far), or None without any."""
+    if not re.search(r"^l[ \t]", text, flags=re.MULTILINE):
+        return None
+    vertices, segments = [], []
+    for line in text.split("\n"):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if words[0] == "v" and len(words) >= 4:
+            vertices.append([float(w) for w in words[1:4]])
+        elif words[0] == "l":
+            refs = []
+            for word in words[1:]:
+                index = int(word.split("/")[0])
+                index = index - 1 if index > 0 else len(vertices) + index
+                if not 0 <= index < len(vertices):
+                    raise ValueError(f"could not read this as OBJ: a line element refers to vertex {word}, but "
+                                     f"{_count(len(vertices), 'vertex')} are defined before it")
+                refs.append(index)
+            segments.extend(zip(refs[:-1], refs[1:]))
+    if not segments:
+        return None
+    return np.array(vertices, dtype=np.float64), np.array(segments, dtype=np.int64)
 
 
 def _has_triangles(geometry) -> bool:

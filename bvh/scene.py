@@ -26,8 +26,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import (closest_point as closest_point_kernels, overlap as overlap_kernels, scene_kernels,
-               sphere_cast as sphere_cast_kernels, winding)
+from . import (closest_point as closest_point_kernels, line_point_pack, lines_points, overlap as overlap_kernels,
+               scene_kernels, sphere_cast as sphere_cast_kernels, winding)
 from .scene_kernels import SceneArrays
 from ._jit import FAR
 from .builder import binned_sah_build
@@ -45,7 +45,7 @@ from .refit import check_refit_vertices
 from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, aligned_empty, collapse_to_wide, \
     outward_float32
 from .placement import transformed_boxes as _transformed_boxes
-from .shapes import BOX, KIND_NAMES, MESH, POLYGON, QUAD, REMOVED, SPHERE, make_shape
+from .shapes import BOX, KIND_NAMES, LINES, MESH, POINTS, POLYGON, QUAD, REMOVED, SPHERE, make_shape
 from .validation import (MAX_MESH_EXTENT, check_max_distance, check_mesh, check_points, check_radius, check_rays,
                          check_window, real_array)
 
@@ -181,7 +181,14 @@ class _Snapshot:
         self.shape_data = shape_data
         live = kind != REMOVED
         self.live = np.flatnonzero(live)
-        self.enabled = _frozen(live & pickable & (mask != 0))
+        # Line and point objects answer only picks (bvh.lines_points): every
+        # other query's kernels never see them enabled.
+        self.line_points = live & ((kind == LINES) | (kind == POINTS))
+        self.has_line_points = bool(self.line_points.any())
+        self.pick_enabled = _frozen(live & pickable & (mask != 0))
+        self.enabled = _frozen(self.pick_enabled & ~self.line_points)
+        self.lp_pack = None
+        self._lp_arrays = None
         self.inverse = _frozen(_folded_inverse(pack, kind, mesh_of, inverse))
         finite = self.live[np.isfinite(bounds[self.live]).all(axis=(1, 2))]
         if finite.size:
@@ -268,12 +275,15 @@ class _Snapshot:
         """
         snap = object.__new__(_Snapshot)
         snap.__dict__.update(self.__dict__)
+        snap._lp_arrays = None
         arrays = {}
         if flagged.size:
             snap.mask = _patched(self.mask, flagged, mask[flagged])
             snap.pickable = _patched(self.pickable, flagged, pickable[flagged])
-            snap.enabled = arrays["enabled"] = _patched(
-                self.enabled, flagged, (kind[flagged] != REMOVED) & pickable[flagged] & (mask[flagged] != 0))
+            snap.pick_enabled = _patched(
+                self.pick_enabled, flagged, (kind[flagged] != REMOVED) & pickable[flagged] & (mask[flagged] != 0))
+            snap.enabled = arrays["enabled"] = _patched(self.enabled, flagged,
+                                                        snap.pick_enabled[flagged] & ~self.line_points[flagged])
         if moved.size:
             if (self.leaf_row[moved] < 0).any() or not np.isfinite(bounds[moved]).all():
                 return None
@@ -306,6 +316,35 @@ class _Snapshot:
         """The alpha-tested leaf tests' tuple for a query (``bvh.alpha.ALPHA_FIELDS``):
         testing off when the query turns it off or no face is alpha-tested."""
         return (alpha_test and self.has_alpha, alpha_cutoff) + self.alpha_arrays
+
+    def line_point_arrays(self) -> tuple[lines_points.LinePointArrays, np.ndarray]:
+        """The pick kernel's :class:`bvh.lines_points.LinePointArrays` and the
+        world box ``(6,)`` of the live objects (made on the first pick)."""
+        if self._lp_arrays is None:
+            lp, pack, kind = self.lp_pack, self.pack, self.kind
+            curves = self.line_points
+            sets = np.where(curves, self.mesh_of, 0)
+            inverse = self.inverse.copy()
+            inverse[curves, :, 3] -= lp.set_offset[sets[curves]]
+            tree_kind = np.select([kind == MESH, kind == LINES, kind == POINTS],
+                                  [lines_points.MESH_TREE, lines_points.LINE_TREE, lines_points.POINT_TREE],
+                                  lines_points.WORLD_TREE).astype(np.int32)
+            tree_of = np.where(kind == MESH, self.mesh_of, np.where(curves, pack.mesh_count + sets, 0))
+            finite = self.live[np.isfinite(self.bounds[self.live]).all(axis=(1, 2))]
+            boxes = self.bounds[finite]
+            box = np.concatenate([boxes[:, 0].min(axis=0), boxes[:, 1].max(axis=0)]) if finite.size \
+                else np.zeros(6)
+            # Padded outwards far beyond rounding: the box only caps the cone's bound.
+            box = box + np.repeat([-1.0, 1.0], 3) * (1.0e-9 * np.abs(box).max() + 1.0e-30)
+            self._lp_arrays = (lines_points.LinePointArrays(
+                enabled=self.pick_enabled, walk_kind=_frozen(np.where(curves, MESH, kind).astype(np.int32)),
+                tree_kind=_frozen(tree_kind), tree_of=_frozen(tree_of.astype(np.int32)),
+                roots=_frozen(np.concatenate([pack.mesh_root, lp.set_root]).astype(np.int32)),
+                inverse=_frozen(inverse), nodes=lp.nodes.reshape(-1), links=lp.nodes.view(np.int32).reshape(-1),
+                segments=lp.segments.reshape(-1), segment_index=lp.segment_index, points=lp.points.reshape(-1),
+                point_index=lp.point_index, set_of=_frozen(np.where(curves, self.mesh_of, -1).astype(np.int32))),
+                box)
+        return self._lp_arrays
 
 
 def _patched(array: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -400,6 +439,35 @@ def _scene_misses(n: int) -> tuple:
     none = np.full(n, -1, np.int64)
     return (none, none.copy(), none.copy(), np.full(n, np.inf), np.full(n, np.nan), np.full(n, np.nan),
             np.full((n, 3), np.nan), np.full((n, 3), np.nan), np.zeros(n, np.bool_))
+
+
+def _surface_kinds(objects: np.ndarray, meshes: np.ndarray) -> tuple:
+    """``primitive, set, segment, s, point_index, distance`` of surface hits
+    and misses, as :class:`SceneHits` has them."""
+    n = objects.shape[0]
+    primitive = np.where(objects < 0, lines_points.MISS,
+                         np.where(meshes >= 0, lines_points.TRIANGLE, lines_points.SHAPE)).astype(np.int8)
+    none = np.full((3, n), -1, np.int64)
+    return (primitive, none[0], none[1], np.full(n, np.nan), none[2],
+            np.where(objects < 0, np.nan, 0.0))
+
+
+def _check_tolerances(n: int, line_tolerance, line_slope, point_tolerance, point_slope) -> np.ndarray:
+    """(N, 4) float64: each ray's line tolerance, line slope, point tolerance
+    and point slope, each given as one number or one per ray, finite and
+    ``>= 0``; a slope below 1 (a cone of half angle under 45 degrees)."""
+    columns = []
+    for name, value in (("line_tolerance", line_tolerance), ("line_slope", line_slope),
+                        ("point_tolerance", point_tolerance), ("point_slope", point_slope)):
+        array = real_array(name, value).astype(np.float64)
+        if array.ndim > 1 or (array.ndim == 1 and array.shape[0] != n):
+            raise ValueError(f"{name} must be one number or one per ray ({n}), got shape {array.shape}")
+        if not (np.isfinite(array).all() and (array >= 0.0).all()):
+            raise ValueError(f"{name} must be finite and >= 0")
+        if name.endswith("slope") and not (array < 1.0).all():
+            raise ValueError(f"{name} must be below 1 (a cone of half angle under 45 degrees)")
+        columns.append(np.broadcast_to(array, (n,)))
+    return np.ascontiguousarray(np.stack(columns, axis=1)) if n else np.zeros((0, 4))
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -797,6 +865,12 @@ class Scene:
         #: packed tree (``bvh.winding``), made on the first inside/outside
         #: query after the meshes change, never saved.
         self._dipole_cache = None
+        #: Line and point sets (bvh.line_point_pack), as meshes are kept.
+        self._lp_pack = line_point_pack.empty_pack()
+        self._lp_pending = []
+        self._set_names: list[str | None] = []
+        self._set_kinds: list[int] = []
+        self._lp_token = uuid.uuid4().hex
 
     # ------------------------------------------------------------- meshes
     def add_mesh(self, vertices, faces, normals=None, uvs=None, name=None, source_face=None, alpha=None,
@@ -1004,6 +1078,101 @@ class Scene:
         pack, mesh_id = self._mesh_arrays(mesh_id)
         return pack.source_face[pack.face_start[mesh_id]:pack.face_start[mesh_id + 1]].astype(np.int64)
 
+    # -------------------------------------------------- line and point sets
+    def add_lines(self, vertices, segments, name=None) -> int:
+        """Add a set of line segments (geometry only; place it with
+        ``add_instance(lines=id)``), picked with a tolerance by
+        :meth:`intersect` (see :mod:`bvh.lines_points`).
+
+        Parameters
+        ----------
+        vertices : (V, 3) float
+        segments : (E, 2) int
+            Each segment's two vertex indices; a segment of zero length is a point.
+        name : str, optional
+
+        Returns
+        -------
+        int
+            The set's id, shared by line and point sets.
+        """
+        name = _check_name(name)
+        return self._add_set(line_point_pack.build_lines(vertices, segments), name)
+
+    def add_points(self, points, name=None) -> int:
+        """Add a set of points (a point cloud; place it with
+        ``add_instance(points=id)``), picked with a tolerance by :meth:`intersect`.
+
+        Parameters
+        ----------
+        points : (P, 3) float
+        name : str, optional
+
+        Returns
+        -------
+        int
+            The set's id, shared by line and point sets.
+        """
+        name = _check_name(name)
+        return self._add_set(line_point_pack.build_points(points), name)
+
+    def _add_set(self, chunk, name) -> int:
+        with self._lock:
+            set_id = len(self._set_names)
+            self._lp_pending.append(chunk)
+            self._set_names.append(name)
+            self._set_kinds.append(chunk.kind)
+            return set_id
+
+    def _committed_lp(self):
+        """The line and point pack with every added set in it (lock held)."""
+        if self._lp_pending:
+            self._lp_pack = line_point_pack.append(self._lp_pack, self._lp_pending)
+            self._lp_pending = []
+            self._lp_token = uuid.uuid4().hex
+        return self._lp_pack
+
+    def _check_set_id(self, set_id, kind: int) -> int:
+        word = KIND_NAMES[kind]
+        if isinstance(set_id, bool) or not isinstance(set_id, (int, np.integer)) \
+                or not 0 <= set_id < len(self._set_names):
+            raise UnknownIdError(f"no {word} set {set_id!r} in this scene")
+        if self._set_kinds[set_id] != kind:
+            raise ValueError(f"set {set_id} is a {KIND_NAMES[self._set_kinds[set_id]]} set, not a {word} set")
+        return int(set_id)
+
+    @property
+    def line_point_sets(self) -> list[dict]:
+        """Every line and point set, in id order: ``{"id", "name", "kind"
+        ("lines" or "points"), "count" (segments or points), "bounds"}``."""
+        with self._lock:
+            pack = self._committed_lp()
+            counts = pack.primitive_counts()
+            return [{"id": g, "name": self._set_names[g], "kind": KIND_NAMES[self._set_kinds[g]],
+                     "count": int(counts[g]), "bounds": pack.set_extremes[g].copy()} for g in range(pack.set_count)]
+
+    def set_vertices(self, set_id) -> np.ndarray:
+        """(V, 3) float64: a line set's vertices or a point set's points, as added."""
+        with self._lock:
+            pack = self._committed_lp()
+            if isinstance(set_id, bool) or not isinstance(set_id, (int, np.integer)) \
+                    or not 0 <= set_id < pack.set_count:
+                raise UnknownIdError(f"no line or point set {set_id!r} in this scene")
+            return pack.set_vertices(int(set_id))
+
+    def set_segments(self, set_id) -> np.ndarray:
+        """(E, 2) int32: a line set's segments as added."""
+        with self._lock:
+            g = self._check_set_id(set_id, LINES)
+            return self._committed_lp().set_edges(g)
+
+    def _set_box(self, g: int) -> np.ndarray:
+        """(2, 3) box of set ``g``'s nodes in its own coordinates: its float32
+        primitives with the nodes' padding, so a bound (lock held)."""
+        pack = self._committed_lp()
+        boxes = pack.set_boxes[g]
+        return np.stack([boxes[:, :3].min(axis=0), boxes[:, 3:].max(axis=0)]) + pack.set_offset[g]
+
     # ------------------------------------------------------------ objects
     def _mesh_box(self, pack: MeshPack, mesh: int) -> np.ndarray:
         """(2, 3) exact box of the vertices mesh ``mesh``'s faces use, in its
@@ -1151,17 +1320,35 @@ class Scene:
         else:
             self._snap = None
 
-    def add_instance(self, mesh_id, transform=None, name=None, mask=ALL_BITS, pickable=True) -> int:
+    def add_instance(self, mesh_id=None, transform=None, name=None, mask=ALL_BITS, pickable=True, *, lines=None,
+                     points=None) -> int:
         """Place mesh ``mesh_id`` in the world; returns the new object's id.
 
         ``transform`` is a ``(4, 4)`` affine object-to-world matrix (identity
         by default): any invertible one, non-uniform scale and mirroring
         included. Objects with ``pickable=False``, or whose ``mask`` shares no
         bit with a query's, are skipped by queries.
+
+        ``lines=id`` or ``points=id`` (in place of ``mesh_id``) places a line
+        or point set of :meth:`add_lines` or :meth:`add_points` instead: an
+        object of kind ``"lines"`` or ``"points"``, whose ``params`` name
+        the set.
         """
+        given = [value is not None for value in (mesh_id, lines, points)]
+        if sum(given) != 1:
+            raise ValueError("add_instance places one thing: give a mesh id, or lines=id, or points=id")
         transform = _check_transform(transform)
         name = _check_name(name)
         mask = _check_mask(mask)
+        if mesh_id is None:
+            kind = LINES if lines is not None else POINTS
+            with self._lock:
+                g = self._check_set_id(lines if lines is not None else points, kind)
+                box = self._set_box(g)
+                oid = self._new_slot(kind, g, transform, mask, bool(pickable), name, None, {KIND_NAMES[kind]: g},
+                                     self._placed_one(self._pack, -1, None, transform, box))
+                self._shape_box[oid] = box
+                return oid
         with self._lock:
             mesh_id = self._check_mesh_id(mesh_id)
             bounds = self._placed_one(self._committed_pack(), mesh_id, None, transform)
@@ -1202,6 +1389,18 @@ class Scene:
                         uvs=pack.uvs[vertex_rows] if pack.has_uvs[k] else None,
                         name=other._mesh_names[k], source_face=other.source_face(k), alpha=mesh_alpha(pack, k))
                 added.append(self.add_instance(mesh_map[info.mesh], placed, info.name, info.mask, info.pickable))
+            elif info.kind in ("lines", "points"):
+                g = info.params[info.kind]
+                key = (info.kind, g)
+                if key not in mesh_map:
+                    with other._lock:
+                        pack = other._committed_lp()
+                        vertices, edges = pack.set_vertices(g), pack.set_edges(g)
+                        set_name = other._set_names[g]
+                    mesh_map[key] = self.add_lines(vertices, edges, set_name) if info.kind == "lines" \
+                        else self.add_points(vertices, set_name)
+                added.append(self.add_instance(None, placed, info.name, info.mask, info.pickable,
+                                               **{info.kind: mesh_map[key]}))
             else:
                 added.append(self.add_shape(info.kind, placed, info.name, info.mask, info.pickable, **info.params))
         return added
@@ -1418,6 +1617,7 @@ class Scene:
         copies of the arrays), or a whole new one after any other change."""
         n = self._count
         pack = self._committed_pack()
+        lp_pack = self._committed_lp()
         base = self._base
         if base is not None and not self._restructured and base.pack is pack and base.kind.shape[0] == n:
             moved = np.unique(np.concatenate(self._moved)) if self._moved else np.zeros(0, np.int64)
@@ -1425,6 +1625,7 @@ class Scene:
             snap = base.updated(self._kind, self._mesh_of, self._transform, self._inverse, self._mask,
                                 self._pickable, self._bounds, moved, flagged)
             if snap is not None:
+                snap.lp_pack = lp_pack
                 return snap
             _log.info("top level of %d objects rebuilt: refits had made it more than %.2f times as costly as built",
                       n, REBUILD_RATIO)
@@ -1432,9 +1633,11 @@ class Scene:
         # Kernels index shape_data even when no object is a shape.
         shape_data = shape_data if shape_data.size else np.zeros(1)
         self._top_builds += 1
-        return _Snapshot(pack, self._kind[:n].copy(), self._mesh_of[:n].copy(), self._transform[:n].copy(),
+        snap = _Snapshot(pack, self._kind[:n].copy(), self._mesh_of[:n].copy(), self._transform[:n].copy(),
                          self._inverse[:n].copy(), self._mask[:n].copy(), self._pickable[:n].copy(),
                          self._bounds[:n].copy(), starts.astype(np.int32), shape_data)
+        snap.lp_pack = lp_pack
+        return snap
 
     def top_level_cost_ratio(self) -> float:
         """SAH cost (``bvh.refit.wide_sah_cost``) of the top-level tree the
@@ -1486,14 +1689,15 @@ class Scene:
             raise UnknownIdError(f"no object {int(array[bad][0])} in this scene")
         return array.astype(np.int64)
 
-    def _enabled(self, snap: _Snapshot, mask, objects, exclude) -> np.ndarray:
+    def _enabled(self, snap: _Snapshot, mask, objects, exclude, base=None) -> np.ndarray:
+        base = snap.enabled if base is None else base
         if objects is None and exclude is None and type(mask) is int and mask == ALL_BITS:
             # No filter: the common case, and a click's pick should not pay for the checks.
-            return snap.enabled
+            return base
         mask = _check_mask(mask)
         if mask == ALL_BITS and objects is None and exclude is None:
-            return snap.enabled
-        enabled = snap.enabled & ((snap.mask & np.uint32(mask)) != 0)
+            return base
+        enabled = base & ((snap.mask & np.uint32(mask)) != 0)
         if objects is not None:
             only = np.zeros_like(enabled)
             only[self._query_ids(snap, "objects", objects)] = True
@@ -1504,7 +1708,8 @@ class Scene:
 
     # ------------------------------------------------------------ queries
     def intersect(self, origins, directions, tmin=0.0, tmax=np.inf, mask=ALL_BITS, cull_backfaces=False,
-                  objects=None, exclude=None, alpha_test=True, alpha_cutoff=DEFAULT_CUTOFF) -> SceneHits:
+                  objects=None, exclude=None, alpha_test=True, alpha_cutoff=DEFAULT_CUTOFF, line_tolerance=0.0,
+                  point_tolerance=0.0, line_slope=0.0, point_slope=0.0) -> SceneHits:
         """Closest hit of each ray in ``[tmin, tmax]``.
 
         Parameters
@@ -1525,21 +1730,37 @@ class Scene:
         alpha_cutoff : float
             The cutoff of ``BLEND`` materials, in ``[0, 1]``: alpha below it
             is transparent (``MASK`` materials use their own ``alphaCutoff``).
+        line_tolerance, point_tolerance : float or (N,) float
+            How near (world units) a ray must pass to a segment or a point of
+            a line or point object to hit it, ``>= 0``.
+        line_slope, point_slope : float or (N,) float
+            Tolerance added per unit of distance along the ray (a cone):
+            ``tol(t) = tolerance + slope * t * |direction|``; a camera's pixel
+            tolerance is one (:meth:`bvh.camera.Camera.pixel_tolerance`).
+            See :mod:`bvh.lines_points` for what a line or point hit is and
+            how it competes with a surface behind or under it.
 
         Returns
         -------
         SceneHits
             Arrays of length N; ``object`` is -1 and ``t`` inf on a miss.
+            ``primitive`` says what was hit; a segment's hit gives its
+            ``segment`` and ``s``, a point's its ``point_index``.
         """
         origins, directions = check_rays(origins, directions)
         tmin, tmax = check_window(tmin, tmax)
         alpha_test, alpha_cutoff = _check_alpha_options(alpha_test, alpha_cutoff)
-        snap = self._snapshot()
-        enabled = self._enabled(snap, mask, objects, exclude)
         n = origins.shape[0]
+        tolerances = _check_tolerances(n, line_tolerance, line_slope, point_tolerance, point_slope)
+        snap = self._snapshot()
+        if snap.has_line_points:
+            return self._pick(snap, origins, directions, tmin, tmax, mask, objects, exclude, cull_backfaces,
+                              tolerances, snap.alpha(alpha_test, alpha_cutoff))
+        enabled = self._enabled(snap, mask, objects, exclude)
         if not snap.traceable:
             misses = _scene_misses(n)
-            return SceneHits(*misses[:8], misses[7].copy(), np.full((n, 2), np.nan), misses[8])
+            return SceneHits(*misses[:8], misses[7].copy(), np.full((n, 2), np.nan), misses[8],
+                             *_surface_kinds(misses[0], misses[1]))
         # The kernel writes every output of every ray, misses included. Rows
         # of one allocation per dtype: for a click's single ray, allocations
         # cost as much as the traversal.
@@ -1560,7 +1781,28 @@ class Scene:
                                                 np.empty(n), np.empty(n), np.empty((n, 3)), out_object, out_mesh,
                                                 out_triangle, t, u, v, point, normal, front_face)
         shading_normal, uv = self._interpolate(snap, out_object, out_mesh, out_triangle, u, v, normal)
-        return SceneHits(out_object, out_mesh, out_triangle, t, u, v, point, normal, shading_normal, uv, front_face)
+        return SceneHits(out_object, out_mesh, out_triangle, t, u, v, point, normal, shading_normal, uv, front_face,
+                         *_surface_kinds(out_object, out_mesh))
+
+    def _pick(self, snap: _Snapshot, origins, directions, tmin, tmax, mask, objects, exclude, cull_backfaces,
+              tolerances, alpha) -> SceneHits:
+        """:meth:`intersect` of a scene holding line or point objects: one
+        walk over surfaces, segments and points (:mod:`bvh.lines_points`)."""
+        lp, box = snap.line_point_arrays()
+        lp = lp._replace(enabled=self._enabled(snap, mask, objects, exclude, snap.pick_enabled))
+        n = origins.shape[0]
+        out_object, out_mesh, out_triangle, out_set, segment, point_index = np.empty((6, n), np.int64)
+        t, u, v, s, distance = np.empty((5, n))
+        point, normal = np.empty((2, n, 3))
+        front_face = np.empty(n, np.bool_)
+        primitive = np.empty(n, np.int8)
+        kernel = lines_points.pick_serial if n <= SERIAL_BATCH else lines_points.pick_parallel
+        kernel(snap.arrays, lp, alpha, origins, directions, tolerances, box, tmin, min(tmax, FAR),
+               bool(cull_backfaces), out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face, primitive, out_set, segment,
+               s, point_index, distance)
+        shading_normal, uv = self._interpolate(snap, out_object, out_mesh, out_triangle, u, v, normal)
+        return SceneHits(out_object, out_mesh, out_triangle, t, u, v, point, normal, shading_normal, uv, front_face,
+                         primitive, out_set, segment, s, point_index, distance)
 
     @staticmethod
     def _interpolate(snap: _Snapshot, objects, meshes, triangles, u, v, normal):
@@ -2184,6 +2426,8 @@ class Scene:
                 n = self._count
                 starts, lengths, shape_data = self._shape_table()
                 arrays = {name: getattr(pack, name) for name in ARRAY_NAMES}
+                lp_arrays = line_point_pack.saved_arrays(self._committed_lp())
+                arrays.update(lp_arrays)
                 arrays.update(object_kind=self._kind[:n].copy(), object_mesh=self._mesh_of[:n].copy(),
                               object_transform=self._transform[:n].copy(), object_mask=self._mask[:n].copy(),
                               object_pickable=self._pickable[:n].copy(), shape_start=starts,
@@ -2191,6 +2435,9 @@ class Scene:
                 if self._objects_token is None:
                     self._objects_token = uuid.uuid4().hex
                 tokens = {name: self._pack_token for name in ARRAY_NAMES}
+                tokens.update({name: self._lp_token for name in lp_arrays})
+                set_names = list(self._set_names)
+                lp_token = self._lp_token
                 tokens.update({name: self._objects_token for name in _OBJECT_ARRAYS})
                 # Lists are copied (names are replaced, never changed in
                 # place; params dicts are never changed after an add).
@@ -2208,6 +2455,8 @@ class Scene:
                 "pack_token": pack_token,
                 "objects_token": objects_token,
                 "annotations": annotations,
+                "set_names": set_names,
+                "lp_token": lp_token,
             }
             write_arrays(Path(directory), arrays, metadata, tokens)
             with self._lock:
@@ -2288,7 +2537,19 @@ class Scene:
         if outside.any():
             oid = int(on_mesh[np.argmax(outside)])
             raise ValueError(f"object {oid} refers to mesh {mesh_of[oid]}, which is not there")
-        for oid in live[kind[live] != MESH].tolist():
+        lp_pack = line_point_pack.from_saved(arrays)
+        scene._lp_pack = lp_pack
+        scene._set_names = list(metadata.get("set_names", []))
+        scene._set_kinds = lp_pack.set_kind.tolist()
+        if len(scene._set_names) != lp_pack.set_count:
+            raise ValueError(f"{len(scene._set_names)} set names for {lp_pack.set_count} line and point sets")
+        curves = (kind == LINES) | (kind == POINTS)
+        for oid in live[curves[live]].tolist():
+            g = int(mesh_of[oid])
+            if not 0 <= g < lp_pack.set_count or lp_pack.set_kind[g] != kind[oid]:
+                raise ValueError(f"object {oid} refers to {KIND_NAMES[int(kind[oid])]} set {g}, which is not there")
+            scene._shape_box[oid] = scene._set_box(g)
+        for oid in live[(kind[live] != MESH) & ~curves[live]].tolist():
             code, data, _, local = make_shape(KIND_NAMES[int(kind[oid])], **params[oid])
             stored = shape_data[starts[oid]:starts[oid] + lengths[oid]]
             if stored.shape != data.shape or not np.array_equal(stored, data):
@@ -2307,4 +2568,5 @@ class Scene:
             raise ValueError(f"annotations must be a dict, got {type(annotations).__name__}")
         scene._annotations = annotations
         scene._objects_token = str(metadata["objects_token"])
+        scene._lp_token = str(metadata.get("lp_token", scene._lp_token))
         return scene

@@ -29,9 +29,14 @@ BOX = 2
 QUAD = 3
 POLYGON = 4
 REMOVED = -1
+#: Objects that place a set of line segments or of points
+#: (:mod:`bvh.line_point_pack`); only a closest-hit pick with tolerances
+#: (:mod:`bvh.lines_points`) sees them, every other query skips them.
+LINES = 5
+POINTS = 6
 
 KIND_CODES = {"sphere": SPHERE, "box": BOX, "quad": QUAD, "polygon": POLYGON}
-KIND_NAMES = {MESH: "mesh", **{code: name for name, code in KIND_CODES.items()}}
+KIND_NAMES = {MESH: "mesh", **{code: name for name, code in KIND_CODES.items()}, LINES: "lines", POINTS: "points"}
 
 NO_HIT = -1.0
 

@@ -31,7 +31,7 @@ from service.warmup import dispatchers, everything, group
 
 #: Shares of the compiling that need no kernel of one another, slowest first:
 #: run in parallel processes, they fill the cache in a fraction of the time.
-GROUPS = ("closest", "all", "occluded", "mesh", "select", "proximity")
+GROUPS = ("closest", "all", "occluded", "mesh", "select", "proximity", "lines")
 
 
 def _fill_in_parallel(jobs: int) -> bool:

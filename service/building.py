@@ -14,10 +14,13 @@ from .schemas import MeshIn
 
 
 def add_file_meshes(scene: bvh.Scene, description: SceneDescription) -> list[int]:
-    """Build and add each mesh of a file; returns their mesh ids in file order."""
+    """Build and add each mesh of a file, then each line and point set; returns their ids in
+    file order, the meshes' then the sets'."""
     return [scene.add_mesh(mesh.vertices, mesh.faces, normals=mesh.normals, uvs=mesh.uvs, name=mesh.name,
                            source_face=mesh.source_face, alpha=mesh.alpha)
-            for mesh in description.meshes]
+            for mesh in description.meshes] + [
+        scene.add_lines(found.vertices, found.segments, name=found.name) if found.kind == "lines"
+        else scene.add_points(found.vertices, name=found.name) for found in description.sets]
 
 
 def place_file_instances(scene: bvh.Scene, description: SceneDescription, mesh_ids: list[int],
@@ -28,6 +31,15 @@ def place_file_instances(scene: bvh.Scene, description: SceneDescription, mesh_i
         world = instance.transform if transform is None else transform @ instance.transform
         try:
             placed.append(scene.add_instance(mesh_ids[instance.mesh], transform=world, name=instance.name or None))
+        except ValueError as error:
+            raise ValueError(f"node {instance.name!r} of the {description.file_type} file: {error}") from error
+    first_set = len(description.meshes)
+    for instance in description.set_instances:
+        world = instance.transform if transform is None else transform @ instance.transform
+        kind = description.sets[instance.mesh].kind
+        try:
+            placed.append(scene.add_instance(None, transform=world, name=instance.name or None,
+                                             **{kind: mesh_ids[first_set + instance.mesh]}))
         except ValueError as error:
             raise ValueError(f"node {instance.name!r} of the {description.file_type} file: {error}") from error
     return placed

@@ -14,6 +14,9 @@ RECORD = np.dtype([("t", "<f4"), ("object", "<i4"), ("triangle", "<i4"), ("u", "
                    ("normal", "<f4", (3,))])
 assert RECORD.itemsize == 32
 
+#: ``SceneHits.primitive``'s names, as answers give them.
+PRIMITIVES = ("triangle", "shape", "segment", "point")
+
 #: One binary batch ray: ox, oy, oz, dx, dy, dz as little-endian float32.
 RAY_BYTES = 6 * 4
 
@@ -139,6 +142,12 @@ def single_result(stored: StoredScene, view: SceneView, hits, speed: float) -> d
         "nearest_vertex": None,
         "nearest_edge": None,
     }
+    primitive = hits.primitive.item(0)
+    result["primitive"] = PRIMITIVES[primitive]
+    result["ray_distance"] = hits.distance.item(0)
+    if primitive >= 2:
+        _line_point_fields(result, primitive, hits.set.item(0), hits.segment.item(0), hits.s.item(0),
+                           hits.point_index.item(0))
     if mesh < 0:
         return result
     triangle = hits.triangle.item(0)
@@ -160,6 +169,18 @@ def single_result(stored: StoredScene, view: SceneView, hits, speed: float) -> d
     result["nearest_vertex"] = {"index": corners[corner], "point": world[corner]}
     result["nearest_edge"] = [corners[a], corners[b]]
     return result
+
+
+def _line_point_fields(result: dict, primitive: int, set_id: int, segment: int, s: float, point: int) -> None:
+    """A segment's or point's fields of a result: its set, the segment and ``s`` or the point index;
+    no normal, which a segment or point does not have."""
+    result["set"] = set_id
+    if primitive == 2:
+        result["segment"] = {"index": segment, "s": s}
+    else:
+        result["point_index"] = point
+    result["normal"] = None
+    result["shading_normal"] = None
 
 
 def results(stored: StoredScene, view: SceneView, hits, speeds: np.ndarray) -> list[dict]:
@@ -215,6 +236,15 @@ def results(stored: StoredScene, view: SceneView, hits, speeds: np.ndarray) -> l
             "nearest_vertex": {"index": vertex_index, "point": vertex_at} if is_mesh else None,
             "nearest_edge": edge_pair if is_mesh else None,
         }
+    primitive = hits.primitive[hit_rows].tolist()
+    for row, kind, gap, set_id, segment, s, point in zip(
+            hit_rows.tolist(), primitive, hits.distance[hit_rows].tolist(), hits.set[hit_rows].tolist(),
+            hits.segment[hit_rows].tolist(), hits.s[hit_rows].tolist(), hits.point_index[hit_rows].tolist()):
+        result = out[row]
+        result["primitive"] = PRIMITIVES[kind]
+        result["ray_distance"] = gap
+        if kind >= 2:
+            _line_point_fields(result, kind, set_id, segment, s, point)
     return out
 
 
@@ -262,6 +292,9 @@ def all_hit_results(stored: StoredScene, view: SceneView, every, speed: float) -
             "front_face": front_face,
             "nearest_vertex": {"index": vertex_index, "point": vertex_at} if is_mesh else None,
             "nearest_edge": edge_pair if is_mesh else None,
+            # Every-hit picks cross surfaces only (lines and points are a closest pick's).
+            "primitive": PRIMITIVES[0] if is_mesh else PRIMITIVES[1],
+            "ray_distance": 0.0,
         })
     return out
 
@@ -277,6 +310,10 @@ def batch_columns(hits) -> dict:
         "v": hits.v,
         "point": hits.point,
         "normal": hits.normal,
+        "primitive": hits.primitive,
+        "segment": hits.segment,
+        "s": hits.s,
+        "point_index": hits.point_index,
     }
 
 

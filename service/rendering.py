@@ -32,6 +32,9 @@ HIGHLIGHT_BLEND = 0.6
 #: Brightness of a surface seen edge-on; face-on is 1. Keeps silhouettes from vanishing into black.
 AMBIENT = 0.25
 
+#: Half width, in pixels, of the lines drawn in a render (points are drawn twice as wide).
+LINE_PIXELS = 1.0
+
 #: Saturation and value of the per-object colours (HSV).
 SATURATION = 0.55
 VALUE = 0.95
@@ -166,7 +169,8 @@ def shade(objects: np.ndarray, normals: np.ndarray, directions: np.ndarray,
         if highlight:
             lit = np.isin(ids, np.fromiter(highlight, np.int64, len(highlight)))
             base[lit] = (1.0 - HIGHLIGHT_BLEND) * base[lit] + HIGHLIGHT_BLEND * np.array(HIGHLIGHT_TINT) / 255.0
-        facing = np.abs(np.einsum("ij,ij->i", normals[hit], directions[hit]))
+        # Segments and points have no normal (NaN): drawn at full brightness.
+        facing = np.nan_to_num(np.abs(np.einsum("ij,ij->i", normals[hit], directions[hit])), nan=1.0)
         rgb[hit] = base[index] * (AMBIENT + (1.0 - AMBIENT) * facing)[:, None]
     return np.clip(np.rint(rgb * 255.0), 0, 255).astype(np.uint8)
 
@@ -185,8 +189,13 @@ def render(stored, view: PinholeView, mask: int, highlight: frozenset[int] = fro
         When the camera fields do not make a camera (``position == target``, ``up``
         parallel to the view direction, ...).
     """
-    origins, directions = view.camera().rays(pixel_centers(view.width, view.height))
-    hits, _ = stored.consistent(lambda scene: scene.intersect(origins, directions, mask=mask))
+    camera = view.camera()
+    pixels = pixel_centers(view.width, view.height)
+    origins, directions = camera.rays(pixels)
+    # Lines and points are drawn LINE_PIXELS wide, as the viewer picks them.
+    _, slope = camera.pixel_tolerance(pixels[len(pixels) // 2], LINE_PIXELS)
+    hits, _ = stored.consistent(lambda scene: scene.intersect(origins, directions, mask=mask,
+                                                              line_slope=slope[0], point_slope=2.0 * slope[0]))
     return shade(hits.object, hits.normal, directions, highlight).reshape(view.height, view.width, 3)
 
 

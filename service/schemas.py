@@ -95,14 +95,15 @@ class ObjectOut(BaseModel):
 
     id: int
     name: str | None
-    kind: Literal["mesh", "sphere", "box", "quad", "polygon"]
+    kind: Literal["mesh", "sphere", "box", "quad", "polygon", "lines", "points"]
     mesh: int | None = Field(description="mesh id for mesh instances, null for shapes")
     triangles: int
     transform: list[list[float]]
     bounds: Bounds
     mask: int
     pickable: bool
-    params: dict = Field(description="shape parameters ({} for meshes)")
+    params: dict = Field(description="shape parameters ({} for meshes; {\"lines\": set} or {\"points\": set} "
+                                     "for line and point objects)")
 
 
 class SceneOut(BaseModel):
@@ -308,6 +309,12 @@ class PickOptions(RequestModel):
                                                 "(glTF materials whose alphaMode is MASK or BLEND)")
     alpha_cutoff: AlphaCutoff = Field(0.5, description="the cutoff of BLEND materials: a hit whose alpha is below "
                                                        "it passes through (MASK materials use their alphaCutoff)")
+    line_tolerance: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)] = Field(
+        0.0, description="world units: how near a ray must pass to a segment of a line object to pick it "
+                         "(its closest approach); a line or point in front of a surface, or lying on it "
+                         "(within the tolerance of its plane), is picked over it")
+    point_tolerance: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)] = Field(
+        0.0, description="world units: how near a ray must pass to a point of a point object to pick it")
 
     @model_validator(mode="after")
     def _window(self):
@@ -344,10 +351,26 @@ class PickObject(BaseModel):
     name: str | None
 
 
+Primitive = Literal["triangle", "shape", "segment", "point"]
+
+
+class SegmentHit(BaseModel):
+    index: int = Field(description="the segment's index in its line set, as added")
+    s: float = Field(description="where on it: a + s (b - a), s in [0, 1]")
+
+
 class PickResult(BaseModel):
-    """The closest hit of one ray; only ``hit`` when it misses."""
+    """The closest hit of one ray; only ``hit`` when it misses. A segment or point hit
+    (``primitive``) has ``t`` at the ray's closest approach, ``point`` on the segment (or the
+    point itself) ``ray_distance`` away from the ray, and no triangle, normal or uv."""
 
     hit: bool
+    primitive: Primitive | None = Field(None, description="what was hit")
+    set: int | None = Field(None, description="the line or point set of a segment or point hit")
+    segment: SegmentHit | None = None
+    point_index: int | None = Field(None, description="index of the point hit in its point set")
+    ray_distance: float | None = Field(None, description="distance from the ray of the segment's or point's "
+                                                         "nearest point; 0 for surfaces")
     t: float | None = Field(None, description="parametric, along the direction as given")
     distance: float | None = Field(None, description="t · |direction|")
     point: list[float] | None = None
@@ -395,6 +418,10 @@ class BatchPickResult(BaseModel):
     v: list[float | None]
     point: list[list[float | None]]
     normal: list[list[float | None]]
+    primitive: list[int] = Field(description="0 triangle, 1 shape, 2 segment, 3 point; -1 on a miss")
+    segment: list[int] = Field(description="segment index in its line set; -1 for other hits and misses")
+    s: list[float | None] = Field(description="where on the segment hit, in [0, 1]")
+    point_index: list[int] = Field(description="point index in its point set; -1 for other hits and misses")
 
 
 
@@ -573,11 +600,22 @@ Pixels = Annotated[list[Vec2], Field(min_length=1, description="[[x, y], ...]: (
                                                                 "corner, pixel centres at +0.5")]
 
 
-class PinholePick(PinholeCamera, PickOptions):
+PixelTolerance = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=1000)]
+
+
+class CameraPickOptions(PickOptions):
+    line_pixels: PixelTolerance = Field(
+        0.0, description="pixels: a tolerance for lines that grows with the distance (a cone about each ray, "
+                         "about this many pixels wide on screen; see bvh.Camera.pixel_tolerance), added to "
+                         "line_tolerance")
+    point_pixels: PixelTolerance = Field(0.0, description="pixels, as line_pixels, for points")
+
+
+class PinholePick(PinholeCamera, CameraPickOptions):
     pixels: Pixels
 
 
-class MatrixPick(MatrixCamera, PickOptions):
+class MatrixPick(MatrixCamera, CameraPickOptions):
     pixels: Pixels
 
 
@@ -771,6 +809,8 @@ class BatchOptionsOut(BaseModel):
     exclude: list[int] | None
     alpha_test: bool
     alpha_cutoff: float
+    line_tolerance: float
+    point_tolerance: float
 
 
 class HelloMessage(BaseModel):

@@ -211,6 +211,20 @@ def _bare_mesh(rng: np.random.Generator) -> None:
         bare.intersect_all(origins, directions)
 
 
+def _line_point_picks(rng: np.random.Generator) -> None:
+    """Picks of a scene holding lines and points (``bvh.lines_points``' kernel), one ray and many."""
+    import bvh
+
+    scene = bvh.Scene()
+    scene.add_instance(scene.add_mesh([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], [[0, 1, 2]]))
+    scene.add_shape("sphere", radius=0.2, transform=_shift(3.0))
+    scene.add_instance(lines=scene.add_lines(rng.random((8, 3)), [[0, 1], [2, 3], [4, 5], [6, 7]]))
+    scene.add_instance(points=scene.add_points(rng.random((16, 3))))
+    for n in (1, MANY):
+        origins, directions = _rays(scene.bounds, n, rng)
+        scene.intersect(origins, directions, line_tolerance=0.05, point_tolerance=0.05, point_slope=0.001)
+
+
 def _orthographic(rng: np.random.Generator) -> None:
     import bvh
 
@@ -271,7 +285,8 @@ def stages(rng: np.random.Generator) -> tuple[list[Step], list[Step]]:
             Step(f"queries over {CROWD} objects", lambda: _query(state["crowd"], rng)),
             Step("edits", edits),
             Step("proximity queries", lambda: _proximity(scene(), rng)),
-            Step("orthographic camera", lambda: _orthographic(rng))]
+            Step("orthographic camera", lambda: _orthographic(rng)),
+            Step("line and point picks", lambda: _line_point_picks(rng))]
     return pick_path, rest
 
 
@@ -303,6 +318,8 @@ def group(name: str, rng: np.random.Generator) -> None:
         _proximity(_sample_scene(), rng)
     elif name == "mesh":
         _bare_mesh(rng)
+    elif name == "lines":
+        _line_point_picks(rng)
     else:
         raise ValueError(f"no warm-up group {name!r}")
 

@@ -309,7 +309,7 @@ def test_gltf_unnamed_node_is_named_by_its_index(tmp_path):
     np.testing.assert_allclose(instance.transform, ROOT)
 
 
-def test_gltf_points_and_lines_are_skipped_beside_triangles():
+def test_gltf_points_and_lines_beside_triangles_are_sets():
     cloud = trimesh.PointCloud(np.random.default_rng(1).random((100, 3)))
     lines = trimesh.load_path(np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0]]))
     box = trimesh.creation.box()
@@ -320,23 +320,20 @@ def test_gltf_points_and_lines_are_skipped_beside_triangles():
     description = read_scene_description(scene.export(file_type="glb"), "glb")
     assert [instance.name for instance in description.instances] == ["box"]
     assert len(only_mesh(description).faces) == 12
+    # Points and lines are line and point sets (tests/test_lines_points.py picks them).
+    assert sorted(s.kind for s in description.sets) == ["lines", "points"]
+    assert sorted(i.name for i in description.set_instances) == ["cloud", "lines"]
 
 
-def test_file_without_triangles_says_what_it_holds():
+def test_point_clouds_load_and_a_file_without_geometry_says_what_it_holds():
     cloud = trimesh.PointCloud(np.random.default_rng(2).random((100, 3)))
-    with pytest.raises(ValueError, match=r"^this PLY file has no triangles: it holds "
-                                         r"1 point cloud with 100 points$"):
-        read_scene_description(cloud.export(file_type="ply"), "ply")
-    scene = trimesh.Scene([trimesh.PointCloud(np.ones((7, 3))), trimesh.PointCloud(np.zeros((5, 3))),
-                           trimesh.load_path(np.eye(3))])
-    with pytest.raises(ValueError, match=r"this GLB file has no triangles: it holds "
-                                         r"2 point clouds with 12 points, 1 path"):
-        read_scene_description(scene.export(file_type="glb"), "glb")
+    (points,) = read_scene_description(cloud.export(file_type="ply"), "ply").sets
+    assert points.kind == "points" and points.vertices.shape == (100, 3)
+    assert [s.kind for s in read_scene_description(b"0 0 0\n1 2 3\n", "xyz").sets] == ["points"]
+    # An OBJ's bare vertices are no point cloud (OBJ points are `p` elements, not read).
     two_points = "it holds 1 point cloud with 2 points"
     with pytest.raises(ValueError, match=f"this OBJ file has no triangles: {two_points}"):
         read_scene_description(b"v 0 0 0\nv 1 2 3\n", "obj")
-    with pytest.raises(ValueError, match=f"this XYZ file has no triangles: {two_points}"):
-        read_scene_description(b"0 0 0\n1 2 3\n", "xyz")
 
 
 # ------------------------------------------------------------------- OBJ

@@ -300,7 +300,7 @@ def test_binary_batches_answer_what_the_http_binary_batch_does(server, scene):
         send(ws, {"type": "batch_options", "id": "o", "tmin": 1.5, "exclude": [1]})
         assert receive(ws) == {"type": "batch_options", "id": "o", "result": {
             "tmin": 1.5, "tmax": None, "cull_backfaces": False, "mask": None, "objects": None, "exclude": [1],
-            "alpha_test": True, "alpha_cutoff": 0.5}}
+            "alpha_test": True, "alpha_cutoff": 0.5, "line_tolerance": 0.0, "point_tolerance": 0.0}}
         ws.send(b"PKB1" + struct.pack("<I", 2) + RAYS.tobytes())
         assert receive(ws) == b"PKB1" + struct.pack("<I", 2) + narrowed.content
 

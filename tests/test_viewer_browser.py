@@ -717,3 +717,60 @@ def test_hover_and_drag_over_the_live_channel_reach_a_second_viewer(server, brow
     wait_for(browser, lambda: int(browser.find_element(By.ID, "render").get_attribute("data-version")) >= version,
              "page B drawn without the box")
     assert_no_script_errors(browser)
+
+
+@pytest.fixture(scope="module")
+def wires(server) -> str:
+    """A floor with a wire above it and a point beside the wire: a glTF of a box, LINES and POINTS."""
+    trimesh = pytest.importorskip("trimesh")
+    from trimesh.path.entities import Line
+
+    floor = trimesh.creation.box(extents=[4.0, 4.0, 0.1])
+    wire = trimesh.path.Path3D(entities=[Line([0, 1])], vertices=np.array([[-1.5, 0.0, 0.5], [1.5, 0.0, 0.5]]))
+    point = trimesh.PointCloud(np.array([[0.0, 1.2, 0.8]]))
+    glb = trimesh.Scene([floor, wire, point]).export(file_type="glb")
+    response = httpx.post(f"{server}/scenes", files={"file": ("wires.glb", glb)}, data={"name": "wires"},
+                          headers=AUTH, timeout=120)
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def pixel_showing(server: str, scene: str, camera: dict, primitive: str) -> list[float]:
+    """The pixel centre nearest the image's centre whose pick, with the viewer's tolerances, hits a ``primitive``."""
+    width, height = camera["width"], camera["height"]
+    pixels = [[x + 0.5, y + 0.5] for y in range(2, height - 2, 2) for x in range(2, width - 2, 2)]
+    found = []
+    for start in range(0, len(pixels), 4096):
+        chunk = pixels[start:start + 4096]
+        response = httpx.post(f"{server}/scenes/{scene}/pick/camera", headers=AUTH, timeout=60,
+                              json={**camera, "pixels": chunk, "line_pixels": 4, "point_pixels": 6})
+        assert response.status_code == 200, response.text
+        found += [pixel for pixel, result in zip(chunk, response.json()["results"])
+                  if result.get("primitive") == primitive]
+    # A click may land a pixel off: the pixel whose neighbours show the primitive too.
+    for x, y in sorted(found, key=lambda p: (p[0] - width / 2) ** 2 + (p[1] - height / 2) ** 2):
+        around = [[x + dx, y + dy] for dx in (-1, 0, 1) for dy in (-1, 0, 1)]
+        response = httpx.post(f"{server}/scenes/{scene}/pick/camera", headers=AUTH, timeout=60,
+                              json={**camera, "pixels": around, "line_pixels": 4, "point_pixels": 6})
+        if all(result.get("primitive") == primitive for result in response.json()["results"]):
+            return [x, y]
+    pytest.fail(f"the default view shows no {primitive} a click can land on")
+
+
+@pytest.mark.parametrize("primitive, label", [("segment", "segment 0 (s = "), ("point", "point 0")])
+def test_click_picks_a_line_and_a_point(server, wires, browser, primitive, label):
+    open_viewer(browser, server, wires)
+    camera = shown_camera(browser)
+    pixel = pixel_showing(server, wires, camera, primitive)
+    panel = click_and_read_panel(browser, int(pixel[0] - 0.5 - camera["width"] / 2),
+                                 int(pixel[1] - 0.5 - camera["height"] / 2))
+    assert panel["status"] == "hit"
+    assert all(abs(a - b) <= 1.0 for a, b in zip(panel["pixel"], pixel))
+    assert panel["triangle"].startswith(label)
+    assert panel["normal"] == "–" and panel["barycentric"] == "–"
+    expected = httpx.post(f"{server}/scenes/{wires}/pick/camera", headers=AUTH,
+                          json={**camera, "pixels": [panel["pixel"]], "line_pixels": 4, "point_pixels": 6}).json()
+    assert expected["results"][0]["primitive"] == primitive
+    assert panel["object_id"] == str(expected["results"][0]["object"]["id"])
+    assert panel["distance"] == f"{expected['results'][0]['distance']:.6f}"
+    assert_no_script_errors(browser)

@@ -179,7 +179,8 @@ class LiveSession:
         self.batch_cull = False
         self.batch_window = DEFAULT_WINDOW
         self.batch_options = {"tmin": 0.0, "tmax": None, "cull_backfaces": False, "mask": None, "objects": None,
-                              "exclude": None, "alpha_test": True, "alpha_cutoff": 0.5}
+                              "exclude": None, "alpha_test": True, "alpha_cutoff": 0.5, "line_tolerance": 0.0,
+                              "point_tolerance": 0.0}
         # Answers and pushed events come from two tasks: one frame at a time.
         self.sending = asyncio.Lock()
 

@@ -45,15 +45,30 @@ CAMERA_TAGS = frozenset({"pinhole", "matrices"})
 
 BINARY_BATCH = ("N rays of 24 bytes: ox, oy, oz, dx, dy, dz as little-endian float32. The answer is N "
                 "records of 32 bytes: float32 t (inf on a miss), int32 object (-1), int32 triangle (-1), "
-                "float32 u, float32 v, float32 nx, ny, nz. Options go in the query string.")
+                "float32 u, float32 v, float32 nx, ny, nz. Options go in the query string. A segment or "
+                "point hit (line_tolerance, point_tolerance) reads as triangle -1 with u, v and the normal NaN.")
 
 ERRORS = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}}
 
 
+#: ``Scene.intersect``'s tolerances for line and point objects, which only a closest-hit pick takes.
+TOLERANCES = ("line_tolerance", "point_tolerance", "line_slope", "point_slope")
+
+
 def window(options: PickOptions) -> dict:
     """Keyword arguments of ``Scene.intersect`` from a request's options."""
-    return {**query_window(options.tmin, options.tmax, options.mask, options.objects, options.exclude),
-            **alpha_options(options.alpha_test, options.alpha_cutoff)}
+    found = {**query_window(options.tmin, options.tmax, options.mask, options.objects, options.exclude),
+             **alpha_options(options.alpha_test, options.alpha_cutoff)}
+    if options.line_tolerance:
+        found["line_tolerance"] = options.line_tolerance
+    if options.point_tolerance:
+        found["point_tolerance"] = options.point_tolerance
+    return found
+
+
+def surface_window(options: dict) -> dict:
+    """``options`` without the line and point tolerances, for queries that skip lines and points."""
+    return {name: value for name, value in options.items() if name not in TOLERANCES}
 
 
 def alpha_options(alpha_test: bool, alpha_cutoff: float) -> dict:
@@ -129,7 +144,8 @@ def pick_one(stored, settings: Settings, origin_list: list, direction_list: list
     direction = np.array(direction_list, np.float64)
     if all_hits:
         with client_errors():
-            every, view = stored.consistent(lambda scene: scene.intersect_all(origin, direction, **options))
+            every, view = stored.consistent(
+                lambda scene: scene.intersect_all(origin, direction, **surface_window(options)))
         # Only the query tells how many surfaces the ray crosses: checked before the answer is built.
         crossed = every.t.shape[0]
         response_limits.check(response_limits.all_hits(crossed, view), settings,
@@ -156,7 +172,8 @@ async def off_loop(rays: int, function, *args):
     return await run_in_threadpool(function, *args)
 
 
-QUERY_OPTIONS = ("tmin", "tmax", "cull_backfaces", "mask", "objects", "exclude", "alpha_test", "alpha_cutoff")
+QUERY_OPTIONS = ("tmin", "tmax", "cull_backfaces", "mask", "objects", "exclude", "alpha_test", "alpha_cutoff",
+                 "line_tolerance", "point_tolerance")
 
 
 @router.post("/scenes/{scene_id}/pick/batch", response_model=BatchPickResult,
@@ -175,7 +192,9 @@ async def pick_batch(
         objects: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
         exclude: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
         alpha_test: Annotated[bool, Query(description="binary form only")] = True,
-        alpha_cutoff: Annotated[float, Query(ge=0, le=1, allow_inf_nan=False, description="binary form only")] = 0.5):
+        alpha_cutoff: Annotated[float, Query(ge=0, le=1, allow_inf_nan=False, description="binary form only")] = 0.5,
+        line_tolerance: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0,
+        point_tolerance: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0):
     """Many rays at once: JSON ``origins`` and ``directions`` answered column by column, or
     ``application/octet-stream`` rays answered as packed binary records."""
     stored = await find_scene(store, scene_id)
@@ -188,6 +207,10 @@ async def pick_batch(
         data = await request.body()
         check_binary_rays(len(data), settings)
         options = {**query_window(tmin, tmax, mask, objects, exclude), **alpha_options(alpha_test, alpha_cutoff)}
+        if line_tolerance:
+            options["line_tolerance"] = line_tolerance
+        if point_tolerance:
+            options["point_tolerance"] = point_tolerance
         count = len(data) // RAY_BYTES
         count_rays(request, count)
         return Response(await off_loop(count, binary_batch, stored, data, cull_backfaces, options),
@@ -240,7 +263,8 @@ def binary_batch(stored, data: bytes, cull_backfaces: bool, options: dict) -> by
 
 def _json_batch(stored, body: BatchPickRequest) -> bytes:
     if not body.origins:
-        return orjson.dumps({name: [] for name in ("hit", "t", "object", "triangle", "u", "v", "point", "normal")})
+        return orjson.dumps({name: [] for name in ("hit", "t", "object", "triangle", "u", "v", "point", "normal",
+                                                   "primitive", "segment", "s", "point_index")})
     hits, _ = _trace(stored, np.array(body.origins, np.float64), np.array(body.directions, np.float64),
                      body.cull_backfaces, window(body))
     return orjson.dumps(batch_columns(hits), option=JSON_OPTIONS)
@@ -269,9 +293,16 @@ def _camera_pick(stored, body):
     camera = make_camera(body)
     pixels = np.array(body.pixels, np.float64)
     check_pixels_inside(pixels, camera.width, camera.height)
+    options = window(body)
     with client_errors():
         origins, directions = camera.rays(pixels)
-    hits, view = _trace(stored, origins, directions, body.cull_backfaces, window(body))
+        # Pixel tolerances: a cone (perspective) or a width (orthographic) per ray, added to the world ones.
+        for kind, pixels_wide in (("line", body.line_pixels), ("point", body.point_pixels)):
+            if pixels_wide:
+                world, slope = camera.pixel_tolerance(pixels, pixels_wide)
+                options[f"{kind}_tolerance"] = options.get(f"{kind}_tolerance", 0.0) + world
+                options[f"{kind}_slope"] = slope
+    hits, view = _trace(stored, origins, directions, body.cull_backfaces, options)
     picked = results(stored, view, hits, np.ones(origins.shape[0]))
     for result, origin, direction in zip(picked, origins.tolist(), directions.tolist()):
         result["ray"] = {"origin": origin, "direction": direction}

@@ -10,6 +10,9 @@
   const $ = (id) => document.getElementById(id);
 
   const KEY_STORAGE = "bvh-pick-api-key";
+  // Pick tolerances for lines and points, in pixels about the cursor.
+  const LINE_PICK_PIXELS = 4;
+  const POINT_PICK_PIXELS = 6;
   const IMAGE_SIZE = { width: 640, height: 480 };
   // A left press that moves less than this (CSS pixels) is a click, not a drag.
   const CLICK_SLOP = 4;
@@ -756,6 +759,13 @@
     $("pick-object").title = "";
   }
 
+  /** What a pick hit, in words: a triangle's index, a segment and where on it, a point. */
+  function describePrimitive(result) {
+    if (result.primitive === "segment") return `segment ${result.segment.index} (s = ${result.segment.s.toFixed(3)})`;
+    if (result.primitive === "point") return `point ${result.point_index}`;
+    return result.triangle ?? "– (a shape)";
+  }
+
   async function pick(point) {
     const camera = state.shown;
     // The pixel's centre, as the render cast it: the pick is what that pixel shows.
@@ -763,7 +773,10 @@
                    clamp(Math.floor(point[1]), 0, camera.height - 1) + 0.5];
     clearPick();
     $("pick-status").textContent = "picking…";
-    const { results } = await postJson(scenePath("/pick/camera"), { ...camera, pixels: [pixel] });
+    // Lines and points are picked within a few pixels of the cursor, as editors pick them.
+    const { results } = await postJson(scenePath("/pick/camera"),
+                                       { ...camera, pixels: [pixel], line_pixels: LINE_PICK_PIXELS,
+                                         point_pixels: POINT_PICK_PIXELS });
     const result = results[0];
     state.lastPick = { camera, pixel, result };
     marker.style.left = `${100 * pixel[0] / camera.width}%`;
@@ -775,10 +788,10 @@
     $("pick-object").textContent = `${result.object.id} (${result.object.name ?? "unnamed"})`;
     $("pick-object").title = $("pick-object").textContent;
     $("pick-object").dataset.id = String(result.object.id);
-    $("pick-triangle").textContent = result.triangle ?? "– (a shape)";
+    $("pick-triangle").textContent = describePrimitive(result);
     $("pick-distance").textContent = result.distance.toFixed(6);
     $("pick-barycentric").textContent = result.barycentric ? format(result.barycentric) : "–";
-    $("pick-normal").textContent = format(result.normal);
+    $("pick-normal").textContent = result.normal ? format(result.normal) : "–";
   }
 
   /** As in CAD tools: a drag to the right is a window (what lies wholly inside), to the left a crossing. */
