@@ -77,7 +77,6 @@ from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from .closest_point import _mapped
 from .leaf_tests import HIT_NORMAL, HIT_OBJECT, HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V
 from .scene_kernels import _closest_mesh_leaf, _closest_shape_leaf, _finish_closest
-from .shapes import LINES, MESH, POINTS
 from .traversal import (make_instance_walk, new_stack, object_point_setup, object_ray_setup, point_setup, ray_setup,
                         visit_swept)
 

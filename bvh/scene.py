@@ -445,20 +445,30 @@ def _surface_kinds(objects: np.ndarray, meshes: np.ndarray) -> tuple:
     """``primitive, set, segment, s, point_index, distance`` of surface hits
     and misses, as :class:`SceneHits` has them."""
     n = objects.shape[0]
-    primitive = np.where(objects < 0, lines_points.MISS,
-                         np.where(meshes >= 0, lines_points.TRIANGLE, lines_points.SHAPE)).astype(np.int8)
+    missed = objects < 0
+    # TRIANGLE is 0 and SHAPE 1: a hit's kind is whether it has no mesh (fewer
+    # numpy calls than nested wheres, which showed in a one-ray pick's time).
+    primitive = (meshes < 0).view(np.int8)
+    primitive[missed] = lines_points.MISS
     none = np.full((3, n), -1, np.int64)
-    return (primitive, none[0], none[1], np.full(n, np.nan), none[2],
-            np.where(objects < 0, np.nan, 0.0))
+    return (primitive, none[0], none[1], np.full(n, np.nan), none[2], np.where(missed, np.nan, 0.0))
 
 
 def _check_tolerances(n: int, line_tolerance, line_slope, point_tolerance, point_slope) -> np.ndarray:
     """(N, 4) float64: each ray's line tolerance, line slope, point tolerance
     and point slope, each given as one number or one per ray, finite and
     ``>= 0``; a slope below 1 (a cone of half angle under 45 degrees)."""
+    named = (("line_tolerance", line_tolerance), ("line_slope", line_slope),
+             ("point_tolerance", point_tolerance), ("point_slope", point_slope))
+    if all(type(value) in (float, int) and 0.0 <= value < float("inf") and (value < 1.0 or not name.endswith("slope"))
+           for name, value in named):
+        # Plain valid numbers, as every pick without a per-ray tolerance has:
+        # checked without numpy, whose per-call costs were most of a one-ray pick.
+        tolerances = np.empty((n, 4))
+        tolerances[:] = (line_tolerance, line_slope, point_tolerance, point_slope)
+        return tolerances
     columns = []
-    for name, value in (("line_tolerance", line_tolerance), ("line_slope", line_slope),
-                        ("point_tolerance", point_tolerance), ("point_slope", point_slope)):
+    for name, value in named:
         array = real_array(name, value).astype(np.float64)
         if array.ndim > 1 or (array.ndim == 1 and array.shape[0] != n):
             raise ValueError(f"{name} must be one number or one per ray ({n}), got shape {array.shape}")
