@@ -802,6 +802,14 @@ def _reported_bounds(transforms: np.ndarray, boxes: np.ndarray, cover: np.ndarra
     return np.stack([lo, hi], axis=1) + 0.0
 
 
+def _selection(chosen_objects: list, chosen_triangles: list) -> "Selection":
+    """A :class:`Selection` of the per-object arrays a selection gathered."""
+    if not chosen_objects:
+        return Selection(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    return Selection(np.concatenate(chosen_objects).astype(np.int64),
+                     np.concatenate(chosen_triangles).astype(np.int64))
+
+
 def _rebuilt_trees(arrays: dict) -> dict:
     """``arrays`` of a format-1 save (binary trees) with the mesh pack built
     anew from the meshes' vertices and faces, as format 2 holds it."""
@@ -2176,18 +2184,12 @@ class Scene:
             raise ValueError(f"planes must have shape (P, 4), P >= 1, got {planes.shape}")
         if not np.isfinite(planes).all():
             raise ValueError("planes contain NaN or infinite values")
-        snap = self._snapshot()
-        enabled = self._enabled(snap, mask, objects, exclude)
-        candidates = np.flatnonzero(enabled)
-        candidates = candidates[np.isfinite(snap.bounds[candidates]).all(axis=(1, 2))]
-        state = boxes_in_frustum(snap.bounds[candidates], planes) if candidates.size else np.zeros(0, np.int8)
+        snap, seen = self._objects_in_frustum(planes, mask, objects, exclude)
         whole_object = np.array([-1])
         chosen_objects = []
         chosen_triangles = []
         pack = snap.pack
-        for oid, box in zip(candidates.tolist(), state.tolist()):
-            if box == OUTSIDE:
-                continue
+        for oid, box in seen:
             kind = int(snap.kind[oid])
             if kind != MESH:
                 start = int(snap.shape_start[oid])
@@ -2217,25 +2219,28 @@ class Scene:
                 found = np.flatnonzero(hit)
                 chosen_objects.append(np.full(found.shape[0], oid))
                 chosen_triangles.append(found)
-        if not chosen_objects:
-            return Selection(np.zeros(0, np.int64), np.zeros(0, np.int64))
-        return Selection(np.concatenate(chosen_objects).astype(np.int64),
-                         np.concatenate(chosen_triangles).astype(np.int64))
+        return _selection(chosen_objects, chosen_triangles)
+
+    def _objects_in_frustum(self, planes, mask, objects, exclude) -> tuple:
+        """``(snapshot, [(object id, box state), ...])``: the enabled objects
+        with finite bounds whose world box is not wholly outside ``planes``
+        (state ``INSIDE`` or ``CROSSING`` of :func:`boxes_in_frustum`)."""
+        snap = self._snapshot()
+        candidates = np.flatnonzero(self._enabled(snap, mask, objects, exclude))
+        candidates = candidates[np.isfinite(snap.bounds[candidates]).all(axis=(1, 2))]
+        if not candidates.size:
+            return snap, []
+        state = boxes_in_frustum(snap.bounds[candidates], planes)
+        return snap, [(oid, box) for oid, box in zip(candidates.tolist(), state.tolist()) if box != OUTSIDE]
 
     def _select_lasso(self, lasso, planes, mode, mask, objects, exclude, window) -> Selection:
         """:meth:`select` with a lasso (see there)."""
         planes = check_planes(planes)
-        snap = self._snapshot()
-        enabled = self._enabled(snap, mask, objects, exclude)
-        candidates = np.flatnonzero(enabled)
-        candidates = candidates[np.isfinite(snap.bounds[candidates]).all(axis=(1, 2))]
-        state = boxes_in_frustum(snap.bounds[candidates], planes) if candidates.size else np.zeros(0, np.int8)
+        snap, seen = self._objects_in_frustum(planes, mask, objects, exclude)
         chosen_objects = []
         chosen_triangles = []
         pack = snap.pack
-        for oid, box in zip(candidates.tolist(), state.tolist()):
-            if box == OUTSIDE:
-                continue
+        for oid, box in seen:
             kind = int(snap.kind[oid])
             if kind != MESH:
                 if _shape_in_lasso(lasso, kind, snap.shape_data[int(snap.shape_start[oid]):], snap.transform[oid],
@@ -2253,10 +2258,7 @@ class Scene:
                 found = np.flatnonzero(hit)
                 chosen_objects.append(np.full(found.shape[0], oid))
                 chosen_triangles.append(found)
-        if not chosen_objects:
-            return Selection(np.zeros(0, np.int64), np.zeros(0, np.int64))
-        return Selection(np.concatenate(chosen_objects).astype(np.int64),
-                         np.concatenate(chosen_triangles).astype(np.int64))
+        return _selection(chosen_objects, chosen_triangles)
 
     def select_visible(self, camera, pixels, mode="objects", mask=ALL_BITS, objects=None,
                        exclude=None, alpha_test=True, alpha_cutoff=0.5) -> Selection:
