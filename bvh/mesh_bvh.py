@@ -449,7 +449,7 @@ class MeshBVH:
             distance, one is reported.
         """
         points = check_points(points)
-        limit = min(check_max_distance(max_distance) ** 2, FAR)
+        limit = min(check_max_distance(max_distance), FAR ** 0.5) ** 2  # a huge limit squared would overflow
         n = points.shape[0]
         arrays = self._arrays
         rows = np.full(n, -1, np.int32)

@@ -1879,7 +1879,7 @@ class Scene:
             point with nothing within ``max_distance``.
         """
         points = check_points(points)
-        limit = min(check_max_distance(max_distance) ** 2, FAR)
+        limit = min(check_max_distance(max_distance), FAR ** 0.5) ** 2  # a huge limit squared would overflow
         snap = self._snapshot()
         enabled = self._enabled(snap, mask, objects, exclude)
         n = points.shape[0]

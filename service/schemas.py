@@ -34,7 +34,9 @@ Row4 = Annotated[list[Number], Field(min_length=4, max_length=4)]
 Matrix4 = Annotated[list[Row4], Field(min_length=4, max_length=4,
                                       description="4×4 matrix as a list of its rows")]
 Face = Annotated[list[Index], Field(min_length=3, max_length=3)]
-ObjectId = Annotated[int, Field(strict=True, ge=0)]
+#: The largest object id a request may name: ids are stored as int64.
+MAX_OBJECT_ID = 2 ** 63 - 1
+ObjectId = Annotated[int, Field(strict=True, ge=0, le=MAX_OBJECT_ID)]
 Name = Annotated[str, Field(max_length=256)]
 Bounds = Annotated[list[list[float]] | None,
                    Field(description="[[xmin, ymin, zmin], [xmax, ymax, zmax]] in world space; null when empty")]

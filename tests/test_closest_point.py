@@ -108,6 +108,13 @@ def test_max_distance_limits_the_search():
     assert not limited.found[beyond].any()
     nothing = mesh.closest_point(points, max_distance=0.0)
     assert (nothing.triangle[full.distance > 0] == -1).all()
+    # A limit whose square overflows a double searches everything.
+    huge = mesh.closest_point(points, max_distance=1.4e308)
+    np.testing.assert_array_equal(huge.distance, full.distance)
+    scene = bvh.Scene()
+    scene.add_mesh(vertices, faces)
+    np.testing.assert_array_equal(scene.closest_point(points, max_distance=1.4e308).distance,
+                                  scene.closest_point(points).distance)
 
 
 def test_points_on_the_surface_are_at_distance_zero():

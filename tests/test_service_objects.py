@@ -1,5 +1,6 @@
 """``/scenes/{id}/objects``: add a file, an inline mesh, an instance or a shape; change; remove."""
 
+import numpy as np
 import pytest
 
 import sample_meshes
@@ -113,6 +114,14 @@ def test_unknown_objects_are_404(client, triangle_scene):
         assert response.status_code == 404 and "no object 5" in response.json()["detail"], method
     response = client.get(f"/scenes/{triangle_scene}/objects/zero")
     assert response.status_code == 422 and "object_id: Input should be a valid integer" in response.json()["detail"]
+    # "¹" is a digit to str.isdigit() but not to int(): refused in words, not a 500.
+    response = client.patch(f"/scenes/{triangle_scene}/objects/%C2%B9", json={"name": "x"})
+    assert response.status_code == 422 and "object_id: Input should be a valid integer" in response.json()["detail"]
+    huge = 2 ** 119
+    response = client.patch(f"/scenes/{triangle_scene}/objects",
+                            json=[{"id": 0, "name": "a"}, {"id": huge, "transform": np.eye(4).tolist()}])
+    assert response.status_code == 422
+    assert response.json()["detail"] == f"[1].id: Input should be less than or equal to {2 ** 63 - 1}, got {huge}"
 
 
 def test_delete_object_and_ids_are_not_reused(client, triangle_scene):

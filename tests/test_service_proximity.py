@@ -49,6 +49,9 @@ def test_max_distance_and_filters(client, triangle_scene):
     assert closest(client, triangle_scene, points=above, exclude=[1])["object"] == [0]
     assert closest(client, triangle_scene, points=above, objects=[0])["object"] == [0]
     assert closest(client, triangle_scene, points=[])["found"] == []
+    # A limit whose square overflows a double is no limit at all.
+    unbounded = closest(client, triangle_scene, points=[[0.0, 7e16, 6e16]], max_distance=1.4e308)
+    assert unbounded["found"] == [True] and unbounded["object"] == [0]
 
 
 def test_binary_closest_records(client, triangle_scene):

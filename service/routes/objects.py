@@ -150,7 +150,8 @@ async def get_object(scene_id: str, object_id: int, store: SceneStoreDep):
 def path_object_id(request: Request) -> int:
     """The ``object_id`` path parameter of a :class:`DirectRoute`, checked as FastAPI would."""
     text = request.path_params["object_id"]
-    if not text.isdigit():
+    # isdigit() alone also passes digits such as "¹", which int() refuses.
+    if not (text.isascii() and text.isdigit()):
         raise ClientError(422, f"object_id: Input should be a valid integer, got {text!r}")
     return int(text)
 

@@ -20,7 +20,7 @@ from .. import response_limits
 from ..deps import SettingsDep, StoredSceneDep
 from ..errors import ClientError, client_errors
 from ..rendering import encode_png, frame_bounds, render
-from ..schemas import ErrorOut
+from ..schemas import MAX_OBJECT_ID, ErrorOut
 from .picks import ALL_BITS, check_ray_count, count_rays
 
 router = APIRouter(tags=["render"])
@@ -35,9 +35,6 @@ DEFAULT_HEIGHT = 480
 
 #: Most ids ``highlight`` may list: a selection of more is not something to tint one by one.
 MAX_HIGHLIGHT = 100_000
-
-#: Largest id ``highlight`` takes: object ids are int64 in the engine.
-MAX_OBJECT_ID = 2**63 - 1
 
 QUERY_PARAMETERS = frozenset({"position", "target", "up", "fov_y_deg", "width", "height", "highlight", "mask"})
 
