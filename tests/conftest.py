@@ -58,3 +58,39 @@ def triangle_scene(client) -> str:
     response = client.post("/scenes", json={"name": "one triangle", "meshes": [{"name": "tri", **TRIANGLE}]})
     assert response.status_code == 201, response.text
     return response.json()["id"]
+
+
+@pytest.fixture(scope="session")
+def seaweedfs(tmp_path_factory):
+    """A real SeaweedFS server (``cluster.seaweedfs``) for the session; skips when it cannot run here."""
+    try:
+        import obstore  # noqa: F401
+
+        from cluster.seaweedfs import SeaweedFS, weed_binary
+        weed_binary()
+    except (ImportError, FileNotFoundError) as error:
+        pytest.skip(f"no object store to test against: {error} (install the cluster extra)")
+    server = SeaweedFS.start(tmp_path_factory.mktemp("seaweedfs"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_environment(seaweedfs, monkeypatch):
+    """The store's environment (endpoint, credentials) set, and ``PICK_STORE`` for a prefix of this test's own."""
+    import uuid
+
+    for name, value in seaweedfs.environment().items():
+        monkeypatch.setenv(name, value)
+    location = f"s3://{seaweedfs.bucket}/test-{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("PICK_STORE", location)
+    return location
+
+
+@pytest.fixture(params=["embedded", "s3"])
+def any_store_client(request, make_client):
+    """``make_client`` for the embedded store and for an object store (``PICK_STORE=s3://...``)."""
+    if request.param == "s3":
+        location = request.getfixturevalue("s3_environment")
+        return lambda **overrides: make_client(**{"store": location, "store_poll_seconds": 0.05, **overrides})
+    return make_client
