@@ -27,6 +27,9 @@ from service.picking import RECORD
 from service.settings import Settings
 from tests.conftest import TRIANGLE
 
+#: Each test here runs against the embedded store and against an object store (see tests/conftest.py).
+pytestmark = pytest.mark.both_stores
+
 BELOW = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, -1], [0, 0, 0, 1]]
 RAYS = np.array([[0.2, 0.2, 1, 0, 0, -2], [5, 5, 1, 0, 0, -1], [0.1, 0.7, 1, 0, 0, -1], [0.3, 0.3, -3, 0, 0, 1]],
                 np.float32)
