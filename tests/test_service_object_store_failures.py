@@ -92,7 +92,8 @@ def test_the_store_killed_and_restarted_during_edits_loses_nothing_acknowledged(
     unknown = client.get(f"/scenes/{'0' * 32}")
     assert unknown.status_code == 503 and "is not answering" in unknown.json()["detail"], unknown.text
 
-    own_seaweedfs.restart()
+    # The same server object, so that the fixture stops the restarted process.
+    own_seaweedfs.process = own_seaweedfs.restart().process
     deadline = time.monotonic() + 30
     while True:
         answer = client.patch(f"/scenes/{scene_id}/objects/1", json={"transform": at(7.0)})
