@@ -149,10 +149,11 @@ class ObjectStore:
         except (NotFoundError, FileNotFoundError):
             return None
 
-    def list(self, prefix: str, timeout: float | None = None) -> list[str]:
-        """Paths of every object under ``prefix`` (a folder: ``scenes/<id>/``), sorted."""
+    def list(self, prefix: str, timeout: float | None = None, after: str | None = None) -> list[str]:
+        """Paths of every object under ``prefix`` (a folder: ``scenes/<id>/``), sorted;
+        with ``after``, only those that sort after that path."""
         def listing():
-            return sorted(meta["path"] for batch in obstore.list(self._store, prefix, chunk_size=1000)
+            return sorted(meta["path"] for batch in obstore.list(self._store, prefix, offset=after, chunk_size=1000)
                           for meta in batch)
         return self._call(f"list {prefix}", listing, timeout)[0]
 

@@ -316,6 +316,7 @@ class RemoteSceneStore(SceneStore):
         if self._busy(stored):
             return
         now = time.monotonic()
+        later = []
         if now - self._deleted_checked.get(scene_id, 0.0) >= DELETED_CHECK_SECONDS:
             self._deleted_checked[scene_id] = now
             if self.objects.get(f"{scene_prefix(scene_id)}/{SERVICE_FILE}", timeout=0) is None:
@@ -323,9 +324,21 @@ class RemoteSceneStore(SceneStore):
                     if self._scenes.get(scene_id) is stored:
                         self._drop(scene_id)
                 return
+            # Listed before the next segment is looked for: see below.
+            later = self.objects.list(f"{scene_prefix(scene_id)}/journal/", timeout=0,
+                                      after=segment_path(scene_id, stored.seq + 1))
         data = self.objects.get(segment_path(scene_id, stored.seq + 1), timeout=0)
         if data is not None:
             self.follow_segment(scene_id, stored, data)
+        elif later:
+            # Segments are created in order: later ones without the next one means it
+            # was collected after a newer checkpoint (this process fell behind by two
+            # checkpoints): only reopening catches up.
+            with self._lock_for(scene_id):
+                if self._scenes.get(scene_id) is stored and not self._busy(stored):
+                    log.info("scene %s: fell behind the store's journal; reopening", scene_id)
+                    old = stored.view
+                    self._announce_difference(self._replace(scene_id, self._reopen(scene_id)), old)
 
     def follow_segment(self, scene_id: str, stored: StoredScene, data: bytes) -> None:
         """Apply a segment another process wrote (``data`` starts at ``stored.seq + 1``)."""

@@ -269,3 +269,44 @@ def test_a_store_not_answering_is_a_503_with_retry_after_once_the_retries_are_sp
     assert 0.3 < time.monotonic() - started < 3.0
     assert raised.value.detail.startswith("the object store s3://scenes/nowhere is not answering "
                                           "(read scenes/x/service.json: ")
+
+
+def test_a_follower_behind_by_collected_segments_catches_up_by_reopening(s3_environment, tmp_path):
+    a = remote_store(s3_environment, tmp_path / "a")
+    b = remote_store(s3_environment, tmp_path / "b")
+    try:
+        scene_id = make_scene(a)
+        b.get(scene_id)
+        b._stop_polling.set()
+        b._poller.join()
+        for round_number in range(3):
+            for step in range(4):
+                move(a, scene_id, step, 10.0 * round_number + step)
+            a.checkpoint(scene_id)
+        assert a.objects.get(f"scenes/{scene_id}/journal/{1:020d}") is None, "its first segment was not collected"
+        events = []
+        b.on_change = lambda sid, event: events.append(event)
+        b._stop_polling.clear()
+        b._poller = None
+        b._start("_poller", b._poll_forever, "store poller")
+        wait_for(lambda: b.get(scene_id).view.version == 12)
+        assert table(b, scene_id) == table(a, scene_id)
+        wait_for(lambda: any(event["event"] == "changed" for event in events))
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_embedded_store_evicts_and_lists_what_it_holds(tmp_path):
+    from service.store import SceneStore
+
+    store = SceneStore(tmp_path)
+    scene_id = make_scene(store)
+    move(store, scene_id, 1, 5.0)
+    assert store.loaded() == [scene_id]
+    store.evict(scene_id)
+    assert store.loaded() == []
+    # Its files are the store: the next request reads them again, edit included.
+    assert store.get(scene_id).view.objects[1].transform[0, 3] == 5.0
+    assert store.loaded() == [scene_id]
+    store.evict("0" * 32)
