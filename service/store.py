@@ -24,6 +24,10 @@ replay would have to rebuild their trees). Opening a scene replays the
 journal past its checkpoint. Leftovers of a crash (staging directories of
 dead processes, trash) are removed at start-up.
 
+With ``PICK_STORE=s3://bucket/prefix`` scenes live in an object store
+instead and this layout is each process's private cache of them (see
+:mod:`service.remote_store`, which builds on this class).
+
 Scene ids are 32 lowercase hex digits (uuid4); an id from a URL is checked
 against that pattern before it is used in any path.
 

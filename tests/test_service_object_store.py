@@ -310,3 +310,18 @@ def test_the_embedded_store_evicts_and_lists_what_it_holds(tmp_path):
     assert store.get(scene_id).view.objects[1].transform[0, 3] == 5.0
     assert store.loaded() == [scene_id]
     store.evict("0" * 32)
+
+
+def test_pick_store_is_a_directory_or_an_s3_location(tmp_path):
+    from pydantic import ValidationError
+
+    from service.settings import Settings
+
+    assert Settings(data_dir=tmp_path / "d").scene_dir == tmp_path / "d"
+    assert not Settings(store="").object_store
+    on_path = Settings(store=str(tmp_path / "scenes"), data_dir=tmp_path / "d")
+    assert not on_path.object_store and on_path.scene_dir == tmp_path / "scenes"
+    remote = Settings(store="s3://bucket/some/prefix", data_dir=tmp_path / "cache")
+    assert remote.object_store and remote.scene_dir == tmp_path / "cache"
+    with pytest.raises(ValidationError, match="PICK_STORE 's3:///prefix' names no bucket"):
+        Settings(store="s3:///prefix")
