@@ -46,10 +46,13 @@ edit of this process in flight; a segment found is appended to the local
 journal and applied by the embedded store's follow path, so the live
 channel's change events fire. About once a second it also checks that
 ``service.json`` is still there (gone: the scene was deleted; it is dropped).
+A segment found is followed at once by a look for the one after it, until
+there is none, so a follower keeps up with a writer's stream of segments.
 **Bound on the delay** before an edit made by another process is visible
 here: ``poll_seconds`` + one poll round (one GET per scene in memory, ~1 ms
-each on a local store) + applying the records — 0.1 s + ~1 ms per loaded scene
-+ the apply, by default. A reload record adds the download of the checkpoint.
+each on a local store) + fetching and applying the segments written since —
+0.1 s + ~1 ms per loaded scene + the apply, by default. A reload record adds
+the download of the checkpoint.
 """
 
 from __future__ import annotations
@@ -329,7 +332,13 @@ class RemoteSceneStore(SceneStore):
                                       after=segment_path(scene_id, stored.seq + 1))
         data = self.objects.get(segment_path(scene_id, stored.seq + 1), timeout=0)
         if data is not None:
-            self.follow_segment(scene_id, stored, data)
+            # Segment after segment until there is no next one: an editor's
+            # stream of moves is one segment per put, many per poll interval.
+            while data is not None and self.follow_segment(scene_id, stored, data):
+                stored = self._scenes.get(scene_id)
+                if stored is None or self._stop_polling.is_set():
+                    return
+                data = self.objects.get(segment_path(scene_id, stored.seq + 1), timeout=0)
         elif later:
             # Segments are created in order: later ones without the next one means it
             # was collected after a newer checkpoint (this process fell behind by two
@@ -340,23 +349,25 @@ class RemoteSceneStore(SceneStore):
                     old = stored.view
                     self._announce_difference(self._replace(scene_id, self._reopen(scene_id)), old)
 
-    def follow_segment(self, scene_id: str, stored: StoredScene, data: bytes) -> None:
-        """Apply a segment another process wrote (``data`` starts at ``stored.seq + 1``)."""
+    def follow_segment(self, scene_id: str, stored: StoredScene, data: bytes) -> bool:
+        """Apply a segment another process wrote (``data`` starts at ``stored.seq + 1``);
+        returns whether it was applied (False: the scene changed meanwhile, or the segment is damaged)."""
         records, end = journal.read_records(data)
         if not records or end != len(data):
             log.error("scene %s: journal segment %d in the store is damaged", scene_id, stored.seq + 1)
-            return
+            return False
         with self._lock_for(scene_id):
             if self._scenes.get(scene_id) is not stored or self._busy(stored) or records[0].seq != stored.seq + 1:
-                return  # changed meanwhile: the next round looks again
+                return False  # changed meanwhile: the next round looks again
             if any(record.kind == RELOAD for record in records):
                 old = stored.view
                 stored = self._replace(scene_id, self._reopen(scene_id))
                 self._announce_difference(stored, old)
-                return
+                return True
             with open(stored.journal_path, "ab") as stream:
                 stream.write(data)
             self._follow(scene_id)
+            return True
 
     def _announce_difference(self, stored: StoredScene, old) -> None:
         """Change events for what a reopen changed (objects added, removed, others replaced)."""
