@@ -12,7 +12,7 @@ Layout under the prefix::
 
 One writer per sequence number across the cluster comes from the store's
 conditional create of each segment (``service.remote_journal``): no lock
-server. Every process keeps a private cache in ``data_dir/cache-<pid>``, in
+server. Every process keeps a private cache in ``data_dir/cache-<pid>-<random>``, in
 the embedded store's layout (:mod:`service.store`), so opening by memory map,
 replay and queries are those of the embedded store; a cache never holds a
 record that is not in the store (its own records are there before they are
@@ -68,6 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from starlette.concurrency import run_in_threadpool
 
 import bvh
 
@@ -82,6 +83,8 @@ from .store import (JOURNAL_SEQ, MANIFEST, SCENE_DIR, SCENE_ID, SERVICE_FILE, Sc
 log = logging.getLogger("service.store")
 
 CACHE_PREFIX = "cache-"
+#: The caches of this process's stores (``cache-<pid>-<random>``): not removed as stale by another of its stores.
+_CACHES_MADE_HERE: set = set()
 SUMMARY_FILE = "summary.json"
 #: The kind of a segment's only record when adding meshes made a checkpoint: ``checkpoint`` names its directory.
 RELOAD = "reload"
@@ -119,7 +122,7 @@ class ListedScene:
 
 
 class RemoteSceneStore(SceneStore):
-    """Scenes in an object store, cached per process under ``data_dir/cache-<pid>``.
+    """Scenes in an object store, cached per process under ``data_dir/cache-<pid>-<random>``.
 
     Parameters
     ----------
@@ -138,7 +141,10 @@ class RemoteSceneStore(SceneStore):
         self.root_dir = Path(data_dir)
         self.root_dir.mkdir(parents=True, exist_ok=True)
         self._remove_dead_caches()
-        super().__init__(self.root_dir / f"{CACHE_PREFIX}{os.getpid()}", checkpoint_records, checkpoint_seconds)
+        # The pid says whose it is; the suffix keeps apart several stores of one process (tests).
+        cache = self.root_dir / f"{CACHE_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        _CACHES_MADE_HERE.add(os.path.realpath(cache))
+        super().__init__(cache, checkpoint_records, checkpoint_seconds)
         self.poll_seconds = poll_seconds
         self._poller: threading.Thread | None = None
         self._stop_polling = threading.Event()
@@ -148,10 +154,11 @@ class RemoteSceneStore(SceneStore):
 
     def _remove_dead_caches(self) -> None:
         for entry in os.scandir(self.root_dir):
-            owner = entry.name[len(CACHE_PREFIX):]
-            if entry.name.startswith(CACHE_PREFIX) and owner.isdigit() and (
-                    int(owner) == os.getpid() or not _process_alive(int(owner))):
-                # Ours is left by a process of the same pid before us: as stale as the others.
+            owner = entry.name[len(CACHE_PREFIX):].split("-", 1)[0]
+            if not entry.name.startswith(CACHE_PREFIX) or not owner.isdigit() or os.path.realpath(entry.path) in _CACHES_MADE_HERE:
+                continue
+            if int(owner) == os.getpid() or not _process_alive(int(owner)):
+                # One of this pid not made by this process: left by an earlier process of the same pid.
                 shutil.rmtree(entry.path, ignore_errors=True)
 
     # ------------------------------------------------------------ life cycle
@@ -406,6 +413,13 @@ class RemoteSceneStore(SceneStore):
             raise SceneNotFound(scene_id)
         if scene_id not in self._scenes:
             self.get(scene_id)
+
+    async def record_soon(self, scene_id, record):
+        """:meth:`SceneStore.record_soon`, a scene not in memory first downloaded on a worker thread
+        (not on the event loop)."""
+        if SCENE_ID.fullmatch(scene_id) and scene_id not in self._scenes:
+            await run_in_threadpool(self.get, scene_id)
+        return await super().record_soon(scene_id, record)
 
     def _stage(self, scene_id, record, blocking):
         self._loaded_for_edit(scene_id)

@@ -20,7 +20,7 @@ class Settings(BaseSettings):
         Where ``python -m service`` listens.
     data_dir : Path
         Saved scenes live here, one directory per scene (see ``service.store``);
-        in S3 mode, this process's cache (``data_dir/cache-<pid>``).
+        in S3 mode, this process's cache (``data_dir/cache-<pid>-<random>``).
     store : str or None
         Where scenes live (``PICK_STORE``). Unset, or a directory: the
         embedded store in that directory (``data_dir`` is then ignored).

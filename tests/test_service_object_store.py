@@ -325,3 +325,19 @@ def test_pick_store_is_a_directory_or_an_s3_location(tmp_path):
     assert remote.object_store and remote.scene_dir == tmp_path / "cache"
     with pytest.raises(ValidationError, match="PICK_STORE 's3:///prefix' names no bucket"):
         Settings(store="s3:///prefix")
+
+
+def test_start_up_removes_the_caches_of_processes_that_are_gone(s3_environment, tmp_path):
+    import os
+
+    for name in ("cache-999999999-dead", f"cache-{os.getpid()}-earlier", "cache-1-alive", "notes"):
+        (tmp_path / "data" / name).mkdir(parents=True)
+    first = remote_store(s3_environment, tmp_path / "data")
+    second = remote_store(s3_environment, tmp_path / "data")
+    try:
+        left = sorted(path.name for path in (tmp_path / "data").iterdir())
+        assert left == sorted(["cache-1-alive", "notes", first.data_dir.name, second.data_dir.name])
+        assert first.data_dir != second.data_dir and first.data_dir.exists()
+    finally:
+        first.close()
+        second.close()
