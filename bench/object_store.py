@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -111,7 +110,6 @@ def main() -> None:
             scene_id = _small_scene(a)
             b.get(scene_id)
             seen = {}
-            done = threading.Event()
 
             def watch(sid, event):
                 seen[event["version"]] = time.perf_counter()
@@ -126,7 +124,6 @@ def main() -> None:
             deadline = time.monotonic() + 5
             while len(seen) < len(answered) and time.monotonic() < deadline:
                 time.sleep(0.01)
-            done.set()
             delays = [seen[version] - answered[version] for version in answered if version in seen]
             print(f"follow delay (answered in A -> event in B), poll {arguments.poll} s: {_percentiles(delays)}"
                   f"; {len(answered) - len(delays)} not seen")

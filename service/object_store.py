@@ -27,7 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import obstore
-from obstore.exceptions import AlreadyExistsError, BaseError, NotFoundError, PreconditionError
+from obstore.exceptions import AlreadyExistsError, NotFoundError, PreconditionError
 from obstore.store import S3Store
 
 from .errors import StoreUnavailable
@@ -205,6 +205,3 @@ class ObjectStore:
 
         with concurrent.futures.ThreadPoolExecutor(TRANSFERS) as pool:
             list(pool.map(fetch, names))
-
-
-__all__ = ["AlreadyExistsError", "BaseError", "ObjectStore", "is_object_store", "parse_location"]

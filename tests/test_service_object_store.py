@@ -1,7 +1,6 @@
 """Scenes in a real S3-compatible store (SeaweedFS): opened in another process's cache, edits
 followed, one writer per journal number, checkpoints, meshes added, deletion, the store down."""
 
-import json
 import threading
 import time
 
@@ -10,7 +9,7 @@ import pytest
 
 import bvh
 from service import edits
-from service.errors import EditConflict, EditNotConfirmed, StoreUnavailable
+from service.errors import EditConflict, StoreUnavailable
 from service.store import SceneNotFound
 
 TRIANGLE = (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
