@@ -52,7 +52,10 @@ there is none, so a follower keeps up with a writer's stream of segments.
 here: ``poll_seconds`` + one poll round (one GET per scene in memory, ~1 ms
 each on a local store) + fetching and applying the segments written since —
 0.1 s + ~1 ms per loaded scene + the apply, by default. A reload record adds
-the download of the checkpoint.
+the download of the checkpoint. Measured (``python -m bench.object_store``,
+one editor moving an object at ~20 edits/s, a local SeaweedFS, the machine
+shared with a Ray cluster): from the answer in one store to the change event
+in another, p50 45 ms, p99 97 ms.
 """
 
 from __future__ import annotations

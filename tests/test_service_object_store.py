@@ -340,3 +340,24 @@ def test_start_up_removes_the_caches_of_processes_that_are_gone(s3_environment, 
     finally:
         first.close()
         second.close()
+
+
+def test_meshes_added_by_a_store_that_lost_the_race_are_kept_nowhere(two_stores):
+    a, b = two_stores
+    scene_id = make_scene(a)
+    b.get(scene_id)
+    b._stop_polling.set()
+    b._poller.join()
+    move(a, scene_id, 0, 30.0)  # record 1, which b has not seen
+
+    def add(scene):
+        return scene.add_instance(scene.add_mesh(TRIANGLE[0] * 2, TRIANGLE[1]), moved(60.0), name="late")
+
+    with pytest.raises(EditConflict) as raised:
+        b.edit(scene_id, add)
+    assert raised.value.seq == 1
+    # b reads the store's state again: a's move, not its own mesh; its checkpoint upload is gone.
+    assert table(b, scene_id) == table(a, scene_id)
+    assert len(b.get(scene_id).scene.meshes) == 1
+    checkpoints = {path.split("/")[3] for path in a.objects.list(f"scenes/{scene_id}/checkpoints/")}
+    assert checkpoints == {f"{0:020d}"}
