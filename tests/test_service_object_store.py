@@ -361,3 +361,32 @@ def test_meshes_added_by_a_store_that_lost_the_race_are_kept_nowhere(two_stores)
     assert len(b.get(scene_id).scene.meshes) == 1
     checkpoints = {path.split("/")[3] for path in a.objects.list(f"scenes/{scene_id}/checkpoints/")}
     assert checkpoints == {f"{0:020d}"}
+
+
+def test_edits_arriving_while_a_segment_is_put_share_the_next_one(s3_environment, tmp_path):
+    store = remote_store(s3_environment, tmp_path / "a")
+    try:
+        scene_id = make_scene(store, count=8)
+        start = threading.Barrier(8)
+
+        def editor(oid):
+            start.wait()
+            for step in range(10):
+                move(store, scene_id, oid, 100.0 * oid + step)
+
+        threads = [threading.Thread(target=editor, args=(oid,)) for oid in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        writer = store.get(scene_id).writer
+        assert store.get(scene_id).view.version == 80
+        segments = store.objects.list(f"scenes/{scene_id}/journal/")
+        assert len(segments) == writer.puts < 80, "no group commit: one put per edit"
+        fresh = remote_store(s3_environment, tmp_path / "fresh")
+        try:
+            assert table(fresh, scene_id) == table(store, scene_id)
+        finally:
+            fresh.close()
+    finally:
+        store.close()
