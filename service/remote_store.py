@@ -425,8 +425,16 @@ class RemoteSceneStore(SceneStore):
         return await super().record_soon(scene_id, record)
 
     def _stage(self, scene_id, record, blocking):
-        self._loaded_for_edit(scene_id)
-        return super()._stage(scene_id, record, blocking)
+        for attempt in range(OPEN_ATTEMPTS):
+            self._loaded_for_edit(scene_id)
+            try:
+                return super()._stage(scene_id, record, blocking)
+            except SceneNotFound:
+                # Dropped from the cache between the two (another edit lost a race
+                # meanwhile): open it again, unless it is gone from the store too.
+                if attempt == OPEN_ATTEMPTS - 1 or scene_id in self._scenes or (
+                        self.objects.get(f"{scene_prefix(scene_id)}/{SERVICE_FILE}") is None):
+                    raise
 
     def _recover(self, scene_id: str) -> None:
         """Back to the store's state after a failed change (drop the scene when the store cannot say)."""

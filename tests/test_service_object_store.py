@@ -92,6 +92,7 @@ def test_a_scene_created_in_one_cache_opens_in_another_and_follows_its_edits(two
     assert [entry["id"] for entry in events[0][1]["objects"]] == [1]
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")  # an editor's 404 fails it
 def test_two_stores_editing_at_once_write_each_number_once_and_the_loser_keeps_nothing(two_stores):
     a, b = two_stores
     scene_id = make_scene(a)
