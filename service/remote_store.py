@@ -158,7 +158,8 @@ class RemoteSceneStore(SceneStore):
     def _remove_dead_caches(self) -> None:
         for entry in os.scandir(self.root_dir):
             owner = entry.name[len(CACHE_PREFIX):].split("-", 1)[0]
-            if not entry.name.startswith(CACHE_PREFIX) or not owner.isdigit() or os.path.realpath(entry.path) in _CACHES_MADE_HERE:
+            if (not entry.name.startswith(CACHE_PREFIX) or not owner.isdigit()
+                    or os.path.realpath(entry.path) in _CACHES_MADE_HERE):
                 continue
             if int(owner) == os.getpid() or not _process_alive(int(owner)):
                 # One of this pid not made by this process: left by an earlier process of the same pid.

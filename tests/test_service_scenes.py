@@ -71,8 +71,9 @@ def test_unknown_or_malformed_scene_ids_are_404(client, scene_id, tmp_path):
         assert response.status_code == 404, (method, path, response.text)
         assert response.json()["detail"].startswith(("no scene", "no route"))
     # Nothing was written for them (the store's directory: in S3 mode, this process's cache).
-    assert sorted(p.name for p in client.app.state.store.data_dir.iterdir()) == ["changes", "scenes", "staging", "trash"]
-    assert list(client.app.state.store.scenes_dir.iterdir()) == []
+    store = client.app.state.store
+    assert sorted(p.name for p in store.data_dir.iterdir()) == ["changes", "scenes", "staging", "trash"]
+    assert list(store.scenes_dir.iterdir()) == []
 
 
 @pytest.mark.parametrize("filename,content_type,expected", [
