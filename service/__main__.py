@@ -23,12 +23,12 @@ def websocket_options(settings: Settings) -> dict:
 def main() -> int:
     settings = get_settings()
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if settings.sample_scenes:
+    if settings.sample_scenes and not settings.object_store:
         # Before uvicorn starts: the workers then open the samples like any saved scene.
-        if not (settings.data_dir / SAMPLES_MARKER).exists():
+        if not (settings.scene_dir / SAMPLES_MARKER).exists():
             # On a first start this also compiles the mesh builder: say so before the silence.
-            logging.getLogger("service").info("creating the sample scenes in %s", settings.data_dir)
-        create_sample_scenes(settings.data_dir)
+            logging.getLogger("service").info("creating the sample scenes in %s", settings.scene_dir)
+        create_sample_scenes(settings.scene_dir)
     # An import string and a factory: each worker process (PICK_WORKERS) builds its own app.
     uvicorn.run("service.app:create_app", factory=True, host=settings.host, port=settings.port,
                 workers=settings.workers, log_level=settings.log_level, access_log=settings.access_log,

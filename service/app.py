@@ -110,6 +110,20 @@ def _freeze_what_start_up_made() -> None:
     gc.freeze()
 
 
+def make_store(settings: Settings) -> SceneStore:
+    """The embedded store in a directory, or the object store's (``PICK_STORE=s3://...``)."""
+    if settings.object_store:
+        from .object_store import ObjectStore
+        from .remote_store import RemoteSceneStore
+
+        return RemoteSceneStore(ObjectStore(settings.store, timeout=settings.store_timeout_seconds),
+                                settings.data_dir, checkpoint_records=settings.checkpoint_records,
+                                checkpoint_seconds=settings.checkpoint_seconds,
+                                poll_seconds=settings.store_poll_seconds)
+    return SceneStore(settings.scene_dir, checkpoint_records=settings.checkpoint_records,
+                      checkpoint_seconds=settings.checkpoint_seconds)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The app, with its own scene store and metrics.
 
@@ -123,8 +137,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # A uvicorn worker process starts without the parent's logging set-up.
         logging.basicConfig(level=settings.log_level.upper(),
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    store = SceneStore(settings.data_dir, checkpoint_records=settings.checkpoint_records,
-                       checkpoint_seconds=settings.checkpoint_seconds)
+    store = make_store(settings)
     metrics = Metrics(store)
     live_hub = LiveHub(settings.live_queue)
     # The store calls it after every saved edit, this process's or another worker's.

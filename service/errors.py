@@ -34,6 +34,48 @@ class ClientError(HTTPException):
         super().__init__(status_code=status_code, detail=detail, headers=headers)
 
 
+#: Seconds a client is told to wait (``Retry-After``) after a 503 of the object store.
+STORE_RETRY_AFTER = 2
+
+
+class StoreUnavailable(ClientError):
+    """The object store (``PICK_STORE=s3://...``) did not answer within its bounded retries: 503.
+
+    Parameters
+    ----------
+    location : str
+        ``s3://bucket/prefix``.
+    what : str
+        The request that failed (``create scenes/<id>/journal/...``).
+    error : Exception
+        The last failure.
+    """
+
+    def __init__(self, location: str, what: str, error: Exception):
+        self.cause = error
+        first_line = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+        super().__init__(503, f"the object store {location} is not answering ({what}: {first_line}); "
+                              f"retry in a few seconds", headers={"Retry-After": str(STORE_RETRY_AFTER)})
+
+
+class EditNotConfirmed(ClientError):
+    """An edit whose journal segment could not be written while the object store is unreachable: 503."""
+
+    def __init__(self, location: str, seconds: float):
+        super().__init__(503, f"the object store {location} did not answer for {seconds:g} s: this edit is not "
+                              f"confirmed (it is applied here and is kept if the store comes back; read the "
+                              f"scene before repeating it)", headers={"Retry-After": str(STORE_RETRY_AFTER)})
+
+
+class EditConflict(ClientError):
+    """Another replica wrote the same journal sequence number first: this edit was dropped (503)."""
+
+    def __init__(self, seq: int):
+        self.seq = seq
+        super().__init__(503, f"another replica changed the scene at the same moment (journal record {seq}): "
+                              f"nothing of this edit was kept; retry it", headers={"Retry-After": "0"})
+
+
 @contextmanager
 def client_errors(what: str = ""):
     """Turn ``bvh``'s refusals inside the block into 422 (bad input) or 404 (unknown id).

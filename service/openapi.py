@@ -35,8 +35,9 @@ ERROR_DESCRIPTIONS = {
           "that could exceed PICK_MAX_RESPONSE_MB"),
     415: "the body's Content-Type is not one this route reads",
     422: "a value in the request is invalid; the detail says which and why",
-    503: ("the service is still starting (opening its saved scenes, compiling the pick path's kernels); "
-          "retry after Retry-After seconds"),
+    503: ("the service is still starting (opening its saved scenes, compiling the pick path's kernels), or, "
+          "with scenes in an object store, the store is not answering or another replica changed the scene "
+          "at the same moment as this edit (nothing of it was kept); retry after Retry-After seconds"),
 }
 
 _definitions: dict[str, dict] = {}

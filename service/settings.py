@@ -19,7 +19,24 @@ class Settings(BaseSettings):
     host, port : str, int
         Where ``python -m service`` listens.
     data_dir : Path
-        Saved scenes live here, one directory per scene (see ``service.store``).
+        Saved scenes live here, one directory per scene (see ``service.store``);
+        in S3 mode, this process's cache (``data_dir/cache-<pid>-<random>``).
+    store : str or None
+        Where scenes live (``PICK_STORE``). Unset, or a directory: the
+        embedded store in that directory (``data_dir`` is then ignored).
+        ``s3://bucket/prefix``: an S3-compatible object store, reached with
+        the standard ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
+        ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION`` (and ``AWS_ALLOW_HTTP=true``
+        for a plain-HTTP endpoint); scenes are opened lazily and cached per
+        process under ``data_dir`` (see ``service.remote_store``).
+    store_poll_seconds : float
+        S3 mode: the pause between two looks for other processes' edits of
+        the scenes in memory; an edit made elsewhere is seen here within this
+        plus one store round trip per scene in memory plus applying it.
+    store_timeout_seconds : float
+        S3 mode: how long a store request is retried (connection refused
+        while the store restarts) before the route answers 503 with
+        ``Retry-After``; also how long an edit waits for its journal segment.
     workers : int
         uvicorn worker processes. Each opens the saved scenes by memory map,
         so the page cache holds one copy of each scene's arrays for all.
@@ -79,6 +96,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
     data_dir: Path = Path("./data")
+    store: str | None = None
+    store_poll_seconds: float = Field(0.1, gt=0)
+    store_timeout_seconds: float = Field(10.0, gt=0)
     workers: int = Field(1, ge=1)
     max_upload_mb: float = Field(200.0, gt=0)
     max_rays: int = Field(4_000_000, ge=1)
@@ -104,6 +124,26 @@ class Settings(BaseSettings):
                 return json.loads(text)
             return [origin.strip() for origin in text.split(",") if origin.strip()]
         return value
+
+    @field_validator("store")
+    @classmethod
+    def _check_store(cls, value):
+        if value is not None and not value.strip():
+            return None
+        if value is not None and value.startswith("s3://"):
+            from .object_store import parse_location
+            parse_location(value)
+        return value
+
+    @property
+    def object_store(self) -> bool:
+        """Whether scenes live in an object store (``PICK_STORE=s3://...``)."""
+        return self.store is not None and self.store.startswith("s3://")
+
+    @property
+    def scene_dir(self) -> Path:
+        """The embedded store's directory, or this process's cache parent in S3 mode."""
+        return Path(self.store) if self.store is not None and not self.object_store else self.data_dir
 
     @field_validator("api_key", mode="before")
     @classmethod

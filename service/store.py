@@ -24,6 +24,10 @@ replay would have to rebuild their trees). Opening a scene replays the
 journal past its checkpoint. Leftovers of a crash (staging directories of
 dead processes, trash) are removed at start-up.
 
+With ``PICK_STORE=s3://bucket/prefix`` scenes live in an object store
+instead and this layout is each process's private cache of them (see
+:mod:`service.remote_store`, which builds on this class).
+
 Scene ids are 32 lowercase hex digits (uuid4); an id from a URL is checked
 against that pattern before it is used in any path.
 
@@ -672,6 +676,31 @@ class SceneStore:
         for gone in set(self._scenes) - {stored.id for stored in found}:
             self._replace(gone, None)
         return sorted(found, key=lambda stored: (stored.created, stored.id))
+
+    def loaded(self) -> "list[str]":
+        """Ids of the scenes this process holds in memory."""
+        return sorted(self._scenes)
+
+    def evict(self, scene_id: str) -> None:
+        """Drop a scene from this process's memory once its pending edits are durable.
+
+        The next request for it opens it again (from the data directory, or
+        from the object store in S3 mode, whose cache files go too). An id
+        not in memory is no error.
+        """
+        with self._lock_for(scene_id):
+            stored = self._scenes.get(scene_id)
+            if stored is None:
+                return
+            writer, stored.writer = stored.writer, None
+            if writer is not None:
+                # Its edits are answered once durable; closing waits for the last of them.
+                writer.close()
+            self._evicted(scene_id)
+
+    def _evicted(self, scene_id: str) -> None:
+        """Forget an evicted scene (call with its lock held); its files stay: they are the store."""
+        self._replace(scene_id, None)
 
     def __len__(self) -> int:
         return len(self._scenes)

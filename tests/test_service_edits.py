@@ -9,6 +9,9 @@ from tests.conftest import TRIANGLE
 from tests.meshes import pick_rays, sample_mesh
 from tests.reference_raycast import closest_hits
 
+#: Each test here runs against the embedded store and against an object store (see tests/conftest.py).
+pytestmark = pytest.mark.both_stores
+
 OCTET = {"content-type": "application/octet-stream"}
 
 

@@ -12,6 +12,7 @@ import socket
 import struct
 import threading
 import time
+import uuid
 from contextlib import contextmanager
 
 import httpx
@@ -39,6 +40,8 @@ class LiveServer:
         from service.app import create_app
 
         self.data_dir = data_dir
+        #: Where its scenes live (``store`` and its poll interval), for another server on the same scenes.
+        self.store_settings = {name: overrides[name] for name in ("store", "store_poll_seconds") if name in overrides}
         settings = Settings(data_dir=data_dir, warm_up=False, **overrides)
         self.app = create_app(settings)
         sock = socket.socket()
@@ -84,16 +87,30 @@ class LiveServer:
         self.thread.join(timeout=30)
 
 
+@pytest.fixture(scope="module", params=["embedded", "s3"])
+def store_settings(request):
+    """Each test of a server here runs on the embedded store and on an object store (a SeaweedFS prefix)."""
+    if request.param == "embedded":
+        yield {}
+        return
+    seaweedfs = request.getfixturevalue("seaweedfs")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in seaweedfs.environment().items():
+            if name != "PICK_STORE":
+                patch.setenv(name, value)
+        yield {"store": f"s3://{seaweedfs.bucket}/live-{uuid.uuid4().hex[:12]}", "store_poll_seconds": 0.02}
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    running = LiveServer(tmp_path_factory.mktemp("live") / "data", live_queue=8)
+def server(tmp_path_factory, store_settings):
+    running = LiveServer(tmp_path_factory.mktemp("live") / "data", live_queue=8, **store_settings)
     yield running
     running.stop()
 
 
 @pytest.fixture(scope="module")
-def keyed(tmp_path_factory):
-    running = LiveServer(tmp_path_factory.mktemp("keyed") / "data", api_key="s3cret")
+def keyed(tmp_path_factory, store_settings):
+    running = LiveServer(tmp_path_factory.mktemp("keyed") / "data", api_key="s3cret", **store_settings)
     yield running
     running.stop()
 
@@ -421,7 +438,7 @@ def test_http_edits_reach_every_subscriber_as_events(server, scene):
 def test_another_workers_edits_reach_this_workers_subscribers(server, scene):
     """Two apps on one data directory, as two workers: a client of the second, which gets no
     request at all, hears of an edit made through the first."""
-    other = LiveServer(server.data_dir)
+    other = LiveServer(server.data_dir, **server.store_settings)
     try:
         with opened(other, scene) as (ws, _):
             answer = server.http.patch(f"/scenes/{scene}/objects", json=[{"id": 1, "transform": BELOW,

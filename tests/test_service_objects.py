@@ -6,6 +6,9 @@ import pytest
 import sample_meshes
 from tests.conftest import TRIANGLE
 
+#: Each test here runs against the embedded store and against an object store (see tests/conftest.py).
+pytestmark = pytest.mark.both_stores
+
 MOVE = [[1, 0, 0, 2], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
 
 

@@ -5,6 +5,9 @@ import pytest
 import sample_meshes
 from tests.conftest import TRIANGLE
 
+#: Each test here runs against the embedded store and against an object store (see tests/conftest.py).
+pytestmark = pytest.mark.both_stores
+
 
 def upload(client, filename: str, content: bytes, content_type: str = "application/octet-stream", **form):
     return client.post("/scenes", files={"file": (filename, content, content_type)}, data=form)
@@ -67,7 +70,10 @@ def test_unknown_or_malformed_scene_ids_are_404(client, scene_id, tmp_path):
         response = client.request(method, f"/scenes/{scene_id}{path}", json={})
         assert response.status_code == 404, (method, path, response.text)
         assert response.json()["detail"].startswith(("no scene", "no route"))
-    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["changes", "scenes", "staging", "trash"]
+    # Nothing was written for them (the store's directory: in S3 mode, this process's cache).
+    store = client.app.state.store
+    assert sorted(p.name for p in store.data_dir.iterdir()) == ["changes", "scenes", "staging", "trash"]
+    assert list(store.scenes_dir.iterdir()) == []
 
 
 @pytest.mark.parametrize("filename,content_type,expected", [
