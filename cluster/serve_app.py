@@ -46,6 +46,9 @@ SCENE_PATH = re.compile(r"/scenes/([^/]+)")
 
 REPLICA_PATH = "/cluster/replica"
 
+#: The start of a created scene's answer (``SceneOut``: the id comes first).
+CREATED_ID = re.compile(rb'\{"id":"([0-9a-f]{32})"')
+
 
 class LoadedScene:
     """What the multiplexed loader keeps for a scene: evicting it evicts the scene from the store.
@@ -87,6 +90,9 @@ class SceneAffinity:
             if path == REPLICA_PATH and scope["type"] == "http":
                 await self.service.describe(send)
                 return
+            if path == "/scenes" and scope.get("method") == "POST":
+                await self.creating(scope, receive, send)
+                return
             found = SCENE_PATH.match(path)
             if found is not None and SCENE_ID.fullmatch(found.group(1)):
                 try:
@@ -94,6 +100,29 @@ class SceneAffinity:
                 except SceneNotFound:
                     pass  # the app answers 404 in its own words
         await self.app(scope, receive, send)
+
+    async def creating(self, scope, receive, send) -> None:
+        """``POST /scenes``: a scene created here is in this replica's memory: hold it (and say so)
+        like any other, before the answer's last byte, so that the router sends its requests here
+        and the LRU bounds it."""
+        created = None
+
+        async def watch(message):
+            nonlocal created
+            if message["type"] == "http.response.start" and message["status"] == 201:
+                created = b""
+            elif message["type"] == "http.response.body" and created is not None:
+                if len(created) < 256:
+                    created += message.get("body", b"")
+                found = None if message.get("more_body") else CREATED_ID.match(created)
+                if found is not None:
+                    try:
+                        await self.service.hold_scene(found.group(1).decode())
+                    except SceneNotFound:
+                        pass  # deleted at once by another request
+            await send(message)
+
+        await self.app(scope, receive, watch)
 
 
 @serve.deployment
