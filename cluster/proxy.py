@@ -1,7 +1,7 @@
 """What Serve's HTTP proxy answers when a replica is lost under a request: 503 with Retry-After.
 
 The proxy answers 500 when the replica a request was sent to dies before
-answering (``kill -9``, its node lost). The app itself never answers 500
+answering (``kill -9``, its node lost), or raises, and uvicorn answers 500. The app itself never answers 500
 (a client's request never kills it, and a server fault is a bug), so a 500
 at the proxy means the request met a failure of the cluster, not of the
 request: this middleware, which Serve runs in its proxy
@@ -30,22 +30,34 @@ class ReplicaLost:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        replaced = False
+        started = replaced = False
+
+        async def refuse():
+            body = orjson.dumps({"detail": REPLICA_LOST})
+            await send({"type": "http.response.start", "status": 503,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode()),
+                                    (b"retry-after", str(RETRY_AFTER_SECONDS).encode())]})
+            await send({"type": "http.response.body", "body": body})
 
         async def guarded(message):
-            nonlocal replaced
-            if message["type"] == "http.response.start" and message["status"] == 500:
-                replaced = True
-                body = orjson.dumps({"detail": REPLICA_LOST})
-                await send({"type": "http.response.start", "status": 503,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"content-length", str(len(body)).encode()),
-                                        (b"retry-after", str(RETRY_AFTER_SECONDS).encode())]})
-                await send({"type": "http.response.body", "body": body})
-            elif not replaced:
+            nonlocal started, replaced
+            if message["type"] == "http.response.start":
+                started = True
+                if message["status"] == 500:
+                    replaced = True
+                    await refuse()
+                    return
+            if not replaced:
                 await send(message)
 
-        await self.app(scope, receive, guarded)
+        try:
+            await self.app(scope, receive, guarded)
+        except Exception:
+            # Raised before any answer: uvicorn would answer 500 itself, past this middleware.
+            if started:
+                raise
+            await refuse()
 
 
 def middlewares() -> list:

@@ -141,8 +141,10 @@ def test_the_proxy_turns_a_lost_replicas_500_into_503_with_retry_after():
 
     from cluster.proxy import REPLICA_LOST, ReplicaLost
 
-    def answered(status: int) -> list:
+    def answered(status: int | None) -> list:
         async def app(scope, receive, send):
+            if status is None:
+                raise RuntimeError("the replica died")
             await send({"type": "http.response.start", "status": status, "headers": []})
             await send({"type": "http.response.body", "body": b"Internal Server Error"})
 
@@ -158,6 +160,8 @@ def test_the_proxy_turns_a_lost_replicas_500_into_503_with_retry_after():
     assert start["status"] == 503 and (b"retry-after", b"1") in start["headers"]
     assert json.loads(body["body"]) == {"detail": REPLICA_LOST}
     assert [message.get("status") for message in answered(200)] == [200, None]
+    start, body = answered(None)
+    assert start["status"] == 503 and json.loads(body["body"]) == {"detail": REPLICA_LOST}
 
 
 # ------------------------------------------------------------------ the cluster
@@ -325,6 +329,8 @@ def test_twenty_scenes_under_mixed_load_are_each_held_by_at_most_two_replicas(ht
     assert not failures, failures[:3]
     reports = replicas_seen(http)
     assert len(reports) == 3
+    # The limit the cluster fixture set through the deployment's runtime_env reached each replica.
+    assert all(report["scenes_per_replica"] == 12 and len(report["scenes"]) <= 12 for report in reports.values())
     loaded_on = {scene: [name for name, report in reports.items() if report["loads"].get(scene)] for scene in scenes}
     assert all(1 <= len(where) <= 2 for where in loaded_on.values()), loaded_on
     # Spread over the replicas, not all on one.
