@@ -1,7 +1,8 @@
 """What Serve's HTTP proxy answers when a replica is lost under a request: 503 with Retry-After.
 
-The proxy answers 500 when the replica a request was sent to dies before
-answering (``kill -9``, its node lost), or raises, and uvicorn answers 500. The app itself never answers 500
+When the replica a request was sent to dies before answering (``kill -9``,
+its node lost), Serve's proxy returns without an answer and uvicorn answers
+500 "Internal Server Error". The app itself never answers 500
 (a client's request never kills it, and a server fault is a bug), so a 500
 at the proxy means the request met a failure of the cluster, not of the
 request: this middleware, which Serve runs in its proxy
@@ -21,7 +22,7 @@ RETRY_AFTER_SECONDS = 1
 
 
 class ReplicaLost:
-    """Pure ASGI middleware: a 500 from the proxy becomes a 503 with ``Retry-After``."""
+    """Pure ASGI middleware: a 500 from the proxy, or no answer at all, becomes a 503 with ``Retry-After``."""
 
     def __init__(self, app):
         self.app = app
@@ -54,9 +55,14 @@ class ReplicaLost:
         try:
             await self.app(scope, receive, guarded)
         except Exception:
-            # Raised before any answer: uvicorn would answer 500 itself, past this middleware.
             if started:
                 raise
+            await refuse()
+            return
+        if not started:
+            # The proxy returns without answering when the replica died under the request
+            # (ray.serve._private.http_util.send_http_response_on_exception sends nothing for
+            # a 500); uvicorn would then answer 500 itself, past this middleware.
             await refuse()
 
 
