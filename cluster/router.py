@@ -13,7 +13,11 @@ alike), makes it the request's multiplexed model id, and ranks the replicas:
 2. only when every holder is saturated (``max_ongoing_requests`` in flight),
    and only while fewer than :data:`MAX_HOLDERS` replicas hold it: the
    replica holding the fewest scenes;
-3. a scene nobody holds goes to the replica holding the fewest scenes.
+3. a scene nobody holds goes to the replica holding the fewest scenes; within
+   :data:`CREATION_SECONDS` of a ``POST /scenes`` it first waits (at most
+   :data:`REPORT_WAIT_SECONDS`) for a replica's report that it holds it: a
+   scene is held by the replica that created it, whose report may still be
+   on its way.
 
 Serve picks within a rank by queue length and falls through to the next rank
 when a whole rank is saturated; with :data:`MAX_HOLDERS` holders there is no
@@ -32,6 +36,7 @@ argument (a pickled ``StreamingHTTPRequest`` whose ``asgi_scope`` holds the
 path and headers) and the ``MultiplexMixin``'s map of model ids to replicas.
 """
 
+import asyncio
 import logging
 import pickle
 import random
@@ -52,6 +57,13 @@ MAX_HOLDERS = 2
 #: before the replica's own report reaches it (reports travel every 0.1 s
 #: through Serve's controller; this leaves a wide margin).
 STICKY_SECONDS = 5.0
+
+#: How long after this router sent a ``POST /scenes`` a scene nobody is known to hold may be
+#: that new scene, whose creator's report is still on its way (pushed every 0.1 s through
+#: Serve's controller); such a request waits up to :data:`REPORT_WAIT_SECONDS` for it, rather
+#: than open the scene on a second replica, whose first edit would then race the creator's.
+CREATION_SECONDS = 1.0
+REPORT_WAIT_SECONDS = 0.5
 
 #: The header that names the replica a request must go to.
 REPLICA_HEADER = b"x-pick-replica"
@@ -102,6 +114,9 @@ class SceneRouter(MultiplexMixin, RequestRouter):
         self.sticky_seconds = sticky_seconds
         #: Per scene, the replicas this router sent it to and when (monotonic seconds).
         self._sent: dict[str, dict] = {}
+        #: ``internal_request_id`` of each ``POST /scenes`` being routed, and when the last was sent.
+        self._creating: set = set()
+        self._created_at = -float("inf")
 
     def _holders(self, scene: str, live: dict) -> list[RunningReplica]:
         """The live replicas holding ``scene``: reported, or sent it within ``sticky_seconds``."""
@@ -140,6 +155,8 @@ class SceneRouter(MultiplexMixin, RequestRouter):
                 return [chosen]
         scene = scene_of(scope)
         if scene is None:
+            if scope is not None and scope.get("path") == "/scenes" and scope.get("method") == "POST":
+                self._creating.add(pending_request.metadata.internal_request_id)
             # Shuffled: among equally idle replicas Serve takes the first.
             anyone = list(candidate_replicas)
             random.shuffle(anyone)
@@ -147,6 +164,8 @@ class SceneRouter(MultiplexMixin, RequestRouter):
         pending_request.metadata.multiplexed_model_id = scene
         live = {replica.replica_id: replica for replica in candidate_replicas}
         holders = self._holders(scene, live)
+        if not holders and time.monotonic() - self._created_at < CREATION_SECONDS:
+            holders = await self._await_report(scene, live)
         if len(holders) >= self.max_holders:
             return [holders]
         counts = self._scene_counts(candidate_replicas)
@@ -160,7 +179,23 @@ class SceneRouter(MultiplexMixin, RequestRouter):
             return [holders, fewest]
         return [fewest, [replica for replica in others if replica not in fewest]]
 
+    async def _await_report(self, scene: str, live: dict) -> list[RunningReplica]:
+        """The holders of a scene perhaps just created, once its creator's report arrives (or none)."""
+        deadline = time.monotonic() + REPORT_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+            held = self._multiplexed_model_id_to_replica_ids.get(scene, ())
+            holders = [live[replica_id] for replica_id in held if replica_id in live]
+            if holders:
+                return holders
+        return []
+
     def on_request_routed(self, pending_request: PendingRequest, replica_id, result) -> None:
         scene = pending_request.metadata.multiplexed_model_id
         if scene:
             self._sent.setdefault(scene, {})[replica_id] = time.monotonic()
+        elif self._creating:
+            request_id = pending_request.metadata.internal_request_id
+            if request_id in self._creating:
+                self._creating.discard(request_id)
+                self._created_at = time.monotonic()

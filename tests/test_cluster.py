@@ -125,6 +125,30 @@ def test_a_scene_nobody_holds_goes_to_the_replica_holding_fewest():
     assert ranks[0] == ["b"]
 
 
+def test_a_scene_asked_for_just_after_a_creation_waits_for_its_creators_report():
+    import asyncio
+
+    a, b = replica("a", ["1" * 32]), replica("b")
+    router = make_router([a, b])
+
+    async def create_then_use():
+        creation = proxy_request("/scenes")  # a POST
+        await router.choose_replicas([a, b], creation)
+        router.on_request_routed(creation, a.replica_id, None)
+
+        async def report():
+            await asyncio.sleep(0.1)  # the creator's report, on its way through the controller
+            router._multiplexed_model_id_to_replica_ids[SCENE] = {a.replica_id}
+
+        reported = asyncio.ensure_future(report())
+        ranks = await router.choose_replicas([a, b], proxy_request(f"/scenes/{SCENE}/objects"))
+        await reported
+        return [[r.name for r in rank] for rank in ranks]
+
+    # Without the wait, b (holding fewer scenes) would have opened the new scene too.
+    assert asyncio.run(create_then_use())[0] == ["a"]
+
+
 def test_requests_without_a_scene_may_go_anywhere_and_a_pin_wins():
     a, b = replica("a", [SCENE]), replica("b")
     router = make_router([a, b])
