@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test serve bench
+.PHONY: test serve bench cluster cluster-down
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,3 +23,13 @@ serve: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'
 	$(PY) -m bench.rays
+
+# Past one machine (issue 18): SeaweedFS, a Ray head and two workers on this machine, the API on
+# Serve at http://127.0.0.1:8000 (cluster/local.py; everything under ./cluster-data, PIDs in
+# cluster-data/pids.json). `make cluster-down` stops those processes by their PIDs.
+CLUSTER_PORT ?= 8000
+cluster: $(STAMP)
+	$(PY) -m cluster.local up --port $(CLUSTER_PORT)
+
+cluster-down: $(STAMP)
+	$(PY) -m cluster.local down

