@@ -137,7 +137,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", help="a running cluster (default: start one here)")
     parser.add_argument("--quick", action="store_true", help="fewer requests: to check the bench runs")
-    parser.add_argument("--store", action="store_true", help="scenes in SeaweedFS (needs the store's S3 mode)")
+    parser.add_argument("--shared-dir", action="store_true",
+                        help="scenes in one shared local directory rather than SeaweedFS")
     args = parser.parse_args(argv)
     count = 300 if args.quick else 3000
 
@@ -150,7 +151,7 @@ def main(argv=None) -> int:
         if url is None:
             print("starting a local cluster (SeaweedFS, a Ray head, two workers, 3 replicas) ...", flush=True)
             began = time.perf_counter()
-            started = local.up(scratch / "cluster", use_store=args.store, timeout=600)
+            started = local.up(scratch / "cluster", use_store=not args.shared_dir, timeout=600)
             url = started.url
             print(f"  ready in {time.perf_counter() - began:.0f} s at {url}")
         single = Server(scratch / "single", free_port())

