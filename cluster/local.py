@@ -5,9 +5,9 @@
 - SeaweedFS (``cluster.seaweedfs``), the S3-compatible store, data in ``seaweedfs/``;
 - a Ray head (``ray start --head --block``) with no CPUs of its own, so that it
   runs only Serve's controller and HTTP proxy, and two worker nodes with one
-  logical CPU each, where the three replicas (half a CPU each) run; all bound
-  to 127.0.0.1 on free ports, no dashboard, Ray's files under a temp dir of
-  their own (not ``/tmp/ray``, which another cluster on the machine may use);
+  logical CPU each, where the three replicas (half a CPU each) run; all on
+  loopback addresses and free ports (Ray's nodes on 127.0.0.2, see
+  NODE_IP), no dashboard, Ray's files under a temp dir of their own (not ``/tmp/ray``, which another cluster on the machine may use);
 - the app, from a copy of ``cluster/serve.yaml`` with this cluster's HTTP port,
   store and data directory (``serve.yaml`` here), by ``serve run --non-blocking``;
 
@@ -46,6 +46,12 @@ from .seaweedfs import SeaweedFS, free_ports
 HERE = Path(__file__).resolve().parent
 CONFIG = HERE / "serve.yaml"
 PIDS_FILE = "pids.json"
+
+#: The address every Ray node gives itself and the others reach it at. Ray turns 127.0.0.1 (and
+#: "localhost") into the host's network address (``resolve_ip_for_localhost``), so the nodes would
+#: talk through that; another address of the loopback range is taken as it is, and keeps every
+#: connection of the local cluster on loopback.
+NODE_IP = "127.0.0.2"
 
 #: Ports each Ray node needs on one machine (the defaults would collide between nodes).
 _NODE_PORTS = ("node_manager", "object_manager", "metrics_export", "dashboard_agent_listen",
@@ -123,7 +129,7 @@ def _start_node(arguments: list[str], log_path: Path, environment: dict) -> subp
 
 def _node_arguments(ports: dict) -> list[str]:
     return [
-        "--node-ip-address=127.0.0.1",
+        f"--node-ip-address={NODE_IP}",
         f"--node-manager-port={ports['node_manager']}",
         f"--object-manager-port={ports['object_manager']}",
         f"--metrics-export-port={ports['metrics_export']}",
@@ -288,7 +294,7 @@ def up(directory: Path = Path("cluster-data"), http_port: int | None = None, rep
 
         gcs_port, client_port, http = free_ports(3)
         http_port = http_port or http
-        address = f"127.0.0.1:{gcs_port}"
+        address = f"{NODE_IP}:{gcs_port}"
         head_ports = dict(zip(_NODE_PORTS, free_ports(len(_NODE_PORTS))), min_worker=_worker_port_range())
         head = _start_node(["--head", f"--port={gcs_port}", f"--ray-client-server-port={client_port}",
                             "--num-cpus=0", "--include-dashboard=false", f"--temp-dir={temp_dir}",
