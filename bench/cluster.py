@@ -7,6 +7,9 @@ one, and one ``python -m service`` process, then measures:
 1. per-pick latency at one keep-alive connection (``bench.http.latencies``),
    p50 and p99, on the same scene in both, and the cluster's overhead
    (cluster minus single process, at each percentile);
+   The same over the live channel (one WebSocket, ``{"type": "pick"}``
+   messages): round trip p50 and p99, then picks pipelined (10,000 sent,
+   then read) per second;
 2. scene affinity: 20 scenes under a mixed load (picks, batches, edits,
    object reads; a few hot scenes, from 8 connections), then how many
    replicas loaded each (``GET /cluster/replica``; the bar: at most 2);
@@ -58,6 +61,38 @@ def pick_latency(url: str, count: int) -> tuple[float, float]:
     body = pick_body(scene)
     latencies(url, path, body, 200)  # the scene opened and held, connections warm
     return percentiles(latencies(url, path, body, count))
+
+
+def live_picks(url: str, count: int) -> dict:
+    """Round trips and pipelined picks over the live channel of a one-triangle scene."""
+    from websockets.sync.client import connect
+
+    triangle = {"vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]], "faces": [[0, 1, 2]]}
+    status, answer = request(url, "POST", "/scenes", json.dumps({"name": "live", "meshes": [triangle]}).encode(),
+                             {"Content-Type": "application/json"})
+    assert status == 201, answer
+    scene = json.loads(answer)["id"]
+    message = json.dumps({"type": "pick", "id": 1, "origin": [0.2, 0.2, 1], "direction": [0, 0, -1]})
+    with connect(url.replace("http://", "ws://") + f"/scenes/{scene}/live", max_size=None) as socket:
+        socket.recv()
+        for _ in range(200):
+            socket.send(message)
+            socket.recv()
+        seconds = []
+        for _ in range(count):
+            start = time.perf_counter()
+            socket.send(message)
+            socket.recv()
+            seconds.append(time.perf_counter() - start)
+        pipelined = 10_000
+        start = time.perf_counter()
+        for _ in range(pipelined):
+            socket.send(message)
+        for _ in range(pipelined):
+            socket.recv()
+        rate = pipelined / (time.perf_counter() - start)
+    p50, p99 = percentiles(np.array(seconds))
+    return {"p50": p50, "p99": p99, "rate": rate}
 
 
 def replica_reports(url: str, want: int = 3, timeout: float = 30.0) -> dict:
@@ -233,11 +268,18 @@ def main(argv=None) -> int:
             single.start()
             alone = pick_latency(single.url, count)
             clustered = pick_latency(url, count)
+            live_alone = live_picks(single.url, count)
+            live_clustered = live_picks(url, count)
             print(f"\n1. one pick at one connection ({count} picks, torus):")
             print(f"   single process  p50 {alone[0]:.2f} ms  p99 {alone[1]:.2f} ms")
             print(f"   cluster         p50 {clustered[0]:.2f} ms  p99 {clustered[1]:.2f} ms")
             print(f"   overhead        p50 {clustered[0] - alone[0]:.2f} ms  p99 {clustered[1] - alone[1]:.2f} ms"
                   f"   (bar: p50 <= 2 ms)")
+            print("   over the live channel (one WebSocket):")
+            for name, live in (("single process", live_alone), ("cluster", live_clustered)):
+                print(f"   {name:15} p50 {live['p50']:.2f} ms  p99 {live['p99']:.2f} ms  pipelined "
+                      f"{live['rate']:,.0f} picks/s")
+            print(f"   overhead        p50 {live_clustered['p50'] - live_alone['p50']:.2f} ms")
         finally:
             single.stop()
         spread = affinity(url, 40 if args.quick else 250)
