@@ -158,8 +158,9 @@ def write_new(path: str, records: list[bytes]) -> None:
     fsync_directory(os.path.dirname(path))
 
 
-def _settle(future, failure: OSError | None) -> None:
-    # On the future's loop; a waiter that went away (a closed connection) cancelled it.
+def settle(future, failure: Exception | None) -> None:
+    """Resolve a durability future (call on its loop): None on success, else the failure.
+    A waiter that went away (a closed connection) cancelled it: left as it is."""
     if not future.done():
         if failure is None:
             future.set_result(None)
@@ -250,10 +251,10 @@ class JournalWriter:
         waiting = []
         for seq, loop, future in self._futures:
             if self._failure is not None:
-                loop.call_soon_threadsafe(_settle, future, OSError(f"journal {self.path}: sync failed: "
+                loop.call_soon_threadsafe(settle, future, OSError(f"journal {self.path}: sync failed: "
                                                                    f"{self._failure}"))
             elif seq <= self._durable:
-                loop.call_soon_threadsafe(_settle, future, None)
+                loop.call_soon_threadsafe(settle, future, None)
             else:
                 waiting.append((seq, loop, future))
         self._futures = waiting

@@ -37,6 +37,7 @@ import threading
 import time
 
 from .errors import EditConflict, EditNotConfirmed, StoreUnavailable
+from .journal import settle
 from .object_store import ObjectStore
 
 log = logging.getLogger("service.store")
@@ -45,14 +46,6 @@ log = logging.getLogger("service.store")
 def segment_path(scene_id: str, first: int) -> str:
     """``scenes/<id>/journal/<first:020d>``: the segment whose first record is ``first``."""
     return f"scenes/{scene_id}/journal/{first:020d}"
-
-
-def _settle(future, failure: Exception | None) -> None:
-    if not future.done():
-        if failure is None:
-            future.set_result(None)
-        else:
-            future.set_exception(failure)
 
 
 class RemoteJournalWriter:
@@ -163,9 +156,9 @@ class RemoteJournalWriter:
         waiting = []
         for seq, loop, future in self._futures:
             if self._failure is not None:
-                loop.call_soon_threadsafe(_settle, future, self._failure)
+                loop.call_soon_threadsafe(settle, future, self._failure)
             elif seq <= self._durable:
-                loop.call_soon_threadsafe(_settle, future, None)
+                loop.call_soon_threadsafe(settle, future, None)
             else:
                 waiting.append((seq, loop, future))
         self._futures = waiting
