@@ -81,7 +81,7 @@ from .errors import EditConflict, StoreUnavailable
 from .object_store import ObjectStore
 from .remote_journal import RemoteJournalWriter, segment_path
 from .store import (JOURNAL_SEQ, MANIFEST, SCENE_DIR, SCENE_ID, SERVICE_FILE, SceneDamaged, SceneNotFound,
-                    SceneStore, StoredScene, _build_snapshot, _now, _process_alive, _scene_lock)
+                    SceneStore, StoredScene, _now, _process_alive, _scene_lock)
 
 log = logging.getLogger("service.store")
 
@@ -455,19 +455,8 @@ class RemoteSceneStore(SceneStore):
             if stored.writer.last_appended:
                 # The chain of segments must reach stored.seq before seq + 1 is claimed.
                 stored.writer.wait_durable(stored.writer.last_appended)
-            scene = stored.scene
             try:
-                if prepare is not None:
-                    prepare(scene)
-                with _scene_lock(scene):
-                    result = change(scene)
-                    seq = stored.seq + 1
-                    stored.seq = seq
-                    scene.annotate(JOURNAL_SEQ, seq)
-                    described = describe(result) if describe is not None else None
-                    stored.publish(described)
-                _build_snapshot(scene)
-                scene.save(stored.directory / SCENE_DIR)
+                seq, result, described = self._change_and_save(stored, change, prepare, describe)
                 name = f"{seq:020d}-{uuid.uuid4().hex[:12]}"
                 uploaded = self._upload_checkpoint(scene_id, stored, name, seq)
                 marker = journal.encode(seq, RELOAD, {"checkpoint": name})

@@ -943,19 +943,8 @@ class SceneStore:
                 raise SceneNotFound(scene_id)
             with _file_lock(self.scenes_dir / scene_id / EDIT_LOCK):
                 stored = self._writable(scene_id)
-                scene = stored.scene
                 try:
-                    if prepare is not None:
-                        prepare(scene)
-                    with _scene_lock(scene):
-                        result = change(scene)
-                        seq = stored.seq + 1
-                        stored.seq = seq
-                        scene.annotate(JOURNAL_SEQ, seq)
-                        described = describe(result) if describe is not None else None
-                        stored.publish(described)
-                    _build_snapshot(scene)
-                    scene.save(stored.directory / SCENE_DIR)
+                    seq, result, described = self._change_and_save(stored, change, prepare, describe)
                     self._restart_journal(stored, seq)
                     self.changes.announce()
                 except BaseException:
@@ -965,6 +954,30 @@ class SceneStore:
         if described is not None:
             self._announce_event(stored, described)
         return stored, result
+
+    @staticmethod
+    def _change_and_save(stored: StoredScene, change, prepare, describe) -> tuple[int, object, Change | None]:
+        """The body of :meth:`edit` (call with the scene's locks held): the change as one step for
+        queries, numbered as the next record, then saved as the cache's checkpoint.
+
+        Returns
+        -------
+        (seq, result, described)
+            Its number, what ``change`` returned, and what ``describe`` made of it (or None).
+        """
+        scene = stored.scene
+        if prepare is not None:
+            prepare(scene)
+        with _scene_lock(scene):
+            result = change(scene)
+            seq = stored.seq + 1
+            stored.seq = seq
+            scene.annotate(JOURNAL_SEQ, seq)
+            described = describe(result) if describe is not None else None
+            stored.publish(described)
+        _build_snapshot(scene)
+        scene.save(stored.directory / SCENE_DIR)
+        return seq, result, described
 
     def _restart_journal(self, stored: StoredScene, base: int, position: tuple[int, int] | None = None) -> None:
         """Replace the journal by one continuing checkpoint ``base``, keeping the
