@@ -2471,8 +2471,11 @@ class Scene:
                 "lp_token": lp_token,
             }
             write_arrays(Path(directory), arrays, metadata, tokens)
-            with self._lock:
-                self._annotations = annotations
+            if given is not None:
+                # Given ones become the scene's; its own are left as they are now: an edit
+                # annotated while the save ran (the journal's next number) must not be undone.
+                with self._lock:
+                    self._annotations = given
 
     @classmethod
     def open(cls, directory, verify: bool = True) -> "Scene":

@@ -331,3 +331,26 @@ def test_open_of_many_instances_gives_the_boxes_of_one_by_one_placement(tmp_path
     assert len(opened) == len(scene)
     for a, b in zip(opened.objects, scene.objects):
         assert np.array_equal(a.bounds, b.bounds) and np.array_equal(a.transform, b.transform)
+
+
+def test_an_annotation_set_while_a_save_runs_is_kept(tmp_path, monkeypatch):
+    # The store's background checkpoint saves while edits go on, each annotating the journal
+    # number it holds: the save writes the number it captured, and must not put that one back
+    # as the scene's own afterwards (a later save would label newer state with an older number).
+    import bvh.persistence
+
+    scene = _scene(count=2, seed=5)
+    scene.annotate("journal", 21)
+    write_arrays = bvh.persistence.write_arrays
+
+    def write_while_an_edit_lands(directory, arrays, metadata, tokens):
+        scene.annotate("journal", 23)
+        write_arrays(directory, arrays, metadata, tokens)
+
+    monkeypatch.setattr(bvh.persistence, "write_arrays", write_while_an_edit_lands)
+    scene.save(tmp_path / "s")
+    monkeypatch.setattr(bvh.persistence, "write_arrays", write_arrays)
+    assert bvh.Scene.open(tmp_path / "s").annotations == {"journal": 21}
+    assert scene.annotations == {"journal": 23}
+    scene.save(tmp_path / "s")
+    assert bvh.Scene.open(tmp_path / "s").annotations == {"journal": 23}
