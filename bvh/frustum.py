@@ -28,6 +28,9 @@ from .primitives import _validate as check
 #: on the calling thread, where waking the thread pool would cost more.
 BLOCK = 2048
 
+#: Objects per parallel task of :func:`objects_meet_frustum`.
+OBJECT_BLOCK = 64
+
 #: Box classes of :func:`boxes_in_frustum`.
 OUTSIDE = 0
 CROSSING = 1
@@ -307,6 +310,49 @@ def all_triangles_within_frustum_parallel(vertices, faces, planes, outside):
             if not _triangle_within(vertices, faces, f, planes):
                 outside[0] = True
                 break
+
+
+# ------------------------------------------------------- many objects
+
+
+@jit_inline
+def _object_meets(vertices, faces, planes, window, cuts, poly, other, dist):
+    """Whether one mesh meets the region: every face within it (``window``)
+    or some face with a point inside it; stops as soon as it knows."""
+    for f in range(faces.shape[0]):
+        if window:
+            if not _triangle_within(vertices, faces, f, planes):
+                return False
+        elif _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
+            return True
+    return window
+
+
+@jit_parallel
+def objects_meet_frustum(vertices, vertex_start, faces, face_start, meshes, planes, window, out):
+    """For each object ``k`` of a selection, whether its mesh meets the
+    region, into ``out (K,) bool``: ``meshes (K,)`` the object's mesh (rows
+    ``vertex_start[m]:vertex_start[m + 1]`` of the packed ``vertices`` and
+    ``face_start[m]:face_start[m + 1]`` of ``faces``, local indices) and
+    ``planes (K, P, 4)`` the region in the object's space.
+
+    One call for every object a selection has to look into, instead of one
+    call (and its checks) per object: a rectangle over a city of small
+    objects crosses thousands of boxes. Blocks of ``OBJECT_BLOCK`` objects,
+    each with its own clipping scratch.
+    """
+    count = meshes.shape[0]
+    n_planes = planes.shape[1]
+    for block in prange((count + OBJECT_BLOCK - 1) // OBJECT_BLOCK):
+        cuts = np.empty(n_planes, np.bool_)
+        poly = np.empty((3 + n_planes, 3))
+        other = np.empty((3 + n_planes, 3))
+        dist = np.empty(3 + n_planes)
+        for k in range(block * OBJECT_BLOCK, min(count, (block + 1) * OBJECT_BLOCK)):
+            mesh = meshes[k]
+            out[k] = _object_meets(vertices[vertex_start[mesh]:vertex_start[mesh + 1]],
+                                   faces[face_start[mesh]:face_start[mesh + 1]], planes[k], window, cuts, poly,
+                                   other, dist)
 
 
 # ----------------------------------------------------------------- wrappers

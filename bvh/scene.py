@@ -31,8 +31,9 @@ from . import (closest_point as closest_point_kernels, line_point_pack, lines_po
 from .scene_kernels import SceneArrays
 from ._jit import FAR
 from .builder import binned_sah_build
-from .frustum import (INSIDE, OUTSIDE, all_triangles_within_frustum, any_triangle_in_frustum, boxes_in_frustum,
-                      check_planes, planes_to_object_space, triangles_in_frustum, triangles_within_frustum)
+from .frustum import (BLOCK, INSIDE, OUTSIDE, all_triangles_within_frustum, any_triangle_in_frustum,
+                      boxes_in_frustum, check_planes, objects_meet_frustum, planes_to_object_space,
+                      triangles_in_frustum, triangles_within_frustum)
 from .idbuffer import IdBuffer, missed as id_buffer_missed, trace as trace_id_buffer
 from .config import BuildConfig
 from .hits import (SceneAllHits, SceneClosestPoints, SceneContains, SceneHits, SceneSphereHits, Selection, dot_rows,
@@ -2189,6 +2190,7 @@ class Scene:
         chosen_objects = []
         chosen_triangles = []
         pack = snap.pack
+        met = self._small_meshes_meeting(snap, seen, planes, window) if mode == "objects" else {}
         for oid, box in seen:
             kind = int(snap.kind[oid])
             if kind != MESH:
@@ -2198,9 +2200,11 @@ class Scene:
                     chosen_objects.append(np.array([oid]))
                     chosen_triangles.append(whole_object)
                 continue
-            if box == INSIDE and mode == "objects":
+            if (box == INSIDE and mode == "objects") or met.get(oid, False):
                 chosen_objects.append(np.array([oid]))
                 chosen_triangles.append(whole_object)
+                continue
+            if oid in met:
                 continue
             mesh = int(snap.mesh_of[oid])
             vertices = pack.mesh_vertices(mesh)
@@ -2220,6 +2224,29 @@ class Scene:
                 chosen_objects.append(np.full(found.shape[0], oid))
                 chosen_triangles.append(found)
         return _selection(chosen_objects, chosen_triangles)
+
+    @staticmethod
+    def _small_meshes_meeting(snap, seen, planes, window) -> dict:
+        """``{object id: bool}``: whether each mesh object of ``seen`` whose box
+        crosses the region, and whose mesh has at most ``BLOCK`` faces, has a
+        face in it (every face, for a ``window``), from one kernel call over
+        all of them. Larger meshes are left out: the per-mesh tests split
+        their faces between the threads."""
+        oids = np.array([oid for oid, box in seen if box != INSIDE], np.int64)
+        if not oids.size:
+            return {}
+        oids = oids[snap.kind[oids] == MESH]
+        meshes = snap.mesh_of[oids].astype(np.int64)
+        pack = snap.pack
+        small = np.diff(pack.face_start)[meshes] <= BLOCK
+        oids, meshes = oids[small], meshes[small]
+        if not oids.size:
+            return {}
+        local = planes_to_object_space(planes, snap.transform[oids])
+        met = np.empty(oids.size, np.bool_)
+        objects_meet_frustum(pack.vertices, pack.vertex_start, pack.faces, pack.face_start, meshes,
+                             np.ascontiguousarray(local), window, met)
+        return dict(zip(oids.tolist(), met.tolist()))
 
     def _objects_in_frustum(self, planes, mask, objects, exclude) -> tuple:
         """``(snapshot, [(object id, box state), ...])``: the enabled objects
