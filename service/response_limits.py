@@ -76,8 +76,7 @@ SELECTED_BYTES, SELECTION_FIXED_BYTES = _per_item(lambda n: {"objects": [
 
 def longest_name_bytes(view: SceneView) -> int:
     """Most bytes one object's name can take in JSON, in the scene state ``view``."""
-    longest = max((len(info.name) for info in view.objects.values() if info.name), default=0)
-    return BYTES_PER_NAME_CHARACTER * longest
+    return BYTES_PER_NAME_CHARACTER * view.objects.longest_name
 
 
 def check(size: int, settings: Settings, what: str, advice: str = "") -> None:

@@ -127,6 +127,18 @@ class ObjectTable(Mapping):
         return total + sum(info.triangles for info in self.changes.values() if info is not _REMOVED)
 
     @functools.cached_property
+    def longest_name(self) -> int:
+        """Characters of the longest name a live object may have: at least the
+        longest live name (the rows a change overrides count too, which is
+        what lets every table over the same rows share their part)."""
+        over_rows = self._shared.get("longest_name")
+        if over_rows is None:
+            over_rows = self._shared["longest_name"] = max((len(name) for name in self.rows.names if name),
+                                                           default=0)
+        changed = [len(info.name) for info in self.changes.values() if info is not _REMOVED and info.name]
+        return max([over_rows, *changed])
+
+    @functools.cached_property
     def bounds(self) -> np.ndarray:
         """(2, 3) float64: the box of the live objects' boxes; NaN when there are none."""
         boxes = [self.rows.bounds[self._unchanged_rows()]]

@@ -54,3 +54,21 @@ def test_json_of_many_objects_is_what_object_json_gives_each():
     ids = [7, 1, 0, 99, 6, 3]
     expected = _expected(scene)
     assert table.json(ids) == [expected[oid] for oid in ids if oid in expected]
+
+
+def test_the_longest_name_bounds_every_live_name_and_follows_renames():
+    scene = _scene()
+    table = ObjectTable.of(scene)
+    assert table.longest_name == len("ball")
+    scene.set_name(1, "a much longer name")
+    table = table.changed(scene, [1])
+    assert table.longest_name == len("a much longer name")
+    # A later table over the same rows keeps counting the rows' names, the overridden one too:
+    # a bound for the answer's size, never below a live name.
+    scene.set_name(1, None)
+    table = table.changed(scene, [1])
+    assert table.longest_name == len("ball")
+    fresh = ObjectTable.of(scene)
+    assert fresh.longest_name == max(len(info.name) for info in scene.objects if info.name)
+    empty = ObjectTable.of(bvh.Scene())
+    assert empty.longest_name == 0
