@@ -549,7 +549,9 @@ def main(args) -> int:
             server = load.Server(args.workers, sample_scenes=False)
             log(f"starting python -m service on {server.url} (PICK_WORKERS={args.workers}, data in "
                 f"{server.data_dir}) ...")
-            log(f"ready in {server.start(args.ready_timeout):.1f} s")
+            ready = server.start(args.ready_timeout, not args.no_kernel_wait)
+            log(f"ready in {ready:.1f} s" if args.no_kernel_wait else
+                f"ready, every kernel compiled or loaded, in {ready:.1f} s")
             target = load.loopback_target(server.url)
             api_key = None
             pid = server.process.pid

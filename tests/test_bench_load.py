@@ -27,7 +27,7 @@ def test_a_short_run_has_no_errors_and_prints_the_summary(tmp_path, capsys):
     # Bounded by count: 400 requests at 4 connections, over every kind of the mix.
     out = tmp_path / "load.json"
     status = load.main(["--duration", "20", "--connections", "4", "--max-requests", "400", "--pool", "40",
-                        "--json", str(out)])
+                        "--no-kernel-wait", "--json", str(out)])
     printed = capsys.readouterr().out
     assert status == 0, printed
     summary = [line for line in printed.splitlines() if line.startswith("load: ")]
@@ -43,7 +43,7 @@ def test_the_editors_mix_runs_without_errors_and_reports_every_figure(tmp_path, 
     # Two editors for a few seconds on a small scene: the mode's machinery, not its numbers.
     out = tmp_path / "editors.json"
     status = load.main(["--mix", "editors", "--editors", "2", "--objects", "200", "--duration", "3",
-                        "--json", str(out)])
+                        "--no-kernel-wait", "--json", str(out)])
     printed = capsys.readouterr().out
     assert status == 0, printed
     summary = [line for line in printed.splitlines() if line.startswith("editors: ")]
