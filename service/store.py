@@ -99,10 +99,6 @@ MANIFEST = "manifest.json"
 #: The annotation of a checkpoint (``Scene.save``) naming the last journal record it holds.
 JOURNAL_SEQ = "journal_seq"
 
-#: A query retried this often when edits keep landing while it runs, then it
-#: is answered from the last attempt's consistent re-read.
-CONSISTENT_ATTEMPTS = 8
-
 #: A scene in memory is checked against its manifest at least this often even
 #: when the change token stayed the same: a process killed between a save and
 #: its new token must not leave the other workers stale for ever.
@@ -237,18 +233,12 @@ class StoredScene:
     def consistent(self, query: Callable[[bvh.Scene], Result]) -> tuple[Result, SceneView]:
         """Run a query and return it with the view of the same scene state.
 
-        An edit publishes its view before the snapshot that queries use is
-        rebuilt; a query bracketed by two reads of the same view ran on that
-        view's snapshot. When an edit lands in between, the query runs again.
+        An edit publishes its view inside the scene's batch (:meth:`SceneStore._stage`),
+        so the view read with the scene's lock held matches the state the
+        query is pinned to (``bvh.Scene.pinned``); edits landing while it runs
+        change neither, and wait for nothing.
         """
-        for _ in range(CONSISTENT_ATTEMPTS):
-            view = self.view
-            result = query(self.scene)
-            if self.view is view:
-                return result, view
-        # Edits landing faster than a query runs: wait for the current one to finish.
-        with _scene_lock(self.scene):
-            view = self.view
+        with self.scene.pinned(lambda: self.view) as view:
             return query(self.scene), view
 
 
@@ -389,6 +379,31 @@ class ChangeToken:
         if self._token is not None:
             # Not os.urandom: a system call per edit. random reseeds in a forked child.
             self._token[0] = random.getrandbits(64)
+
+
+def _merged_moves(items: list) -> list:
+    """``(scene id, view, change)`` items with each run of ``moved`` changes
+    of one scene, queued back to back, made one: its objects' JSON from the
+    run's last view, at that view's version.
+
+    Editors dragging objects at 60 Hz each make thousands of moves a second;
+    one event per move is one frame per move to every client of the scene
+    (32 editors: some 60,000 frames a second, which a process cannot send
+    and still answer picks). When the event thread falls behind, the moves
+    waiting for it go out together, which is what a client would make of
+    them (the newest JSON of each object; versions only grow); while it
+    keeps up, each move is its own event, as before.
+    """
+    runs = []  # [scene id, view, change, the run's object ids (a dict, for their order) or None]
+    for scene_id, view, change in items:
+        moves = change.event == "moved" and change.mesh is None
+        if moves and runs and runs[-1][3] is not None and runs[-1][0] == scene_id:
+            runs[-1][1] = view
+            runs[-1][3].update(dict.fromkeys(change.objects))
+            continue
+        runs.append([scene_id, view, change, dict.fromkeys(change.objects) if moves else None])
+    return [(scene_id, view, change if ids is None else Change("moved", list(ids)))
+            for scene_id, view, change, ids in runs]
 
 
 class SceneStore:
@@ -1079,21 +1094,27 @@ class SceneStore:
 
     def _send_events(self) -> None:
         while True:
-            item = self._events.get()
-            if item is None:
+            items = [self._events.get()]
+            # Whatever else is queued by now goes out with it (see _merged_moves).
+            while items[-1] is not None:
+                try:
+                    items.append(self._events.get_nowait())
+                except queue.Empty:
+                    break
+            for scene_id, view, change in _merged_moves([item for item in items if item is not None]):
+                if change.event == "removed":
+                    objects = list(change.objects)
+                else:
+                    objects = view.objects.json(change.objects)
+                event = {"event": change.event, "objects": objects, "version": view.version}
+                if change.mesh is not None:
+                    event["mesh"] = change.mesh
+                try:
+                    self.on_change(scene_id, event)
+                except Exception:
+                    log.exception("a change listener failed on scene %s", scene_id)
+            if items[-1] is None:
                 return
-            scene_id, view, change = item
-            if change.event == "removed":
-                objects = list(change.objects)
-            else:
-                objects = view.objects.json(change.objects)
-            event = {"event": change.event, "objects": objects, "version": view.version}
-            if change.mesh is not None:
-                event["mesh"] = change.mesh
-            try:
-                self.on_change(scene_id, event)
-            except Exception:
-                log.exception("a change listener failed on scene %s", scene_id)
 
     def delete(self, scene_id: str) -> None:
         """Remove a scene from memory and disk (gone from disk before this returns)."""

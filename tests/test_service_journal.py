@@ -3,6 +3,7 @@ under concurrent edits, another process's edits followed, change events."""
 
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -187,6 +188,42 @@ def test_change_events_come_for_own_and_followed_edits(tmp_path):
         assert removal == {"event": "removed", "objects": [2], "version": 2}
     first.close()
     second.close()
+
+
+def test_moves_queued_while_the_event_thread_is_busy_go_out_as_one_event(tmp_path):
+    store = SceneStore(tmp_path)
+    scene_id = make_scene(store)
+    seen, busy, release = [], threading.Event(), threading.Event()
+
+    def on_change(sid, event):
+        if not seen:
+            busy.set()
+            assert release.wait(10)
+        seen.append(event)
+
+    store.on_change = on_change
+    move(store, scene_id, 0, 5.0)
+    assert busy.wait(10)
+    # Queued while the first event is with the listener: two runs of moves around a removal.
+    move(store, scene_id, 1, 6.0)
+    move(store, scene_id, 2, 7.0)
+    move(store, scene_id, 1, 8.0)
+    store.record(scene_id, edits.remove_record([3]))
+    move(store, scene_id, 2, 9.0)
+    deadline = time.monotonic() + 10
+    while store._events.qsize() < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    deadline = time.monotonic() + 10
+    while len(seen) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [(event["event"], event["version"]) for event in seen] == [
+        ("moved", 1), ("moved", 4), ("removed", 5), ("moved", 6)]
+    # Each object once, in the order first moved, with its JSON at the run's last version.
+    assert [(o["id"], o["transform"][0][3]) for o in seen[1]["objects"]] == [(1, 8.0), (2, 7.0)]
+    assert seen[2]["objects"] == [3]
+    assert [(o["id"], o["transform"][0][3]) for o in seen[3]["objects"]] == [(2, 9.0)]
+    store.close()
 
 
 def test_a_refused_record_changes_nothing_and_is_not_journaled(tmp_path):
