@@ -854,6 +854,8 @@ class Scene:
         self._params: list[dict] = []
         self._objects_token = uuid.uuid4().hex
         self._snap: _Snapshot | None = None
+        # Per thread: the snapshot its queries answer from inside ``pinned``.
+        self._pins = threading.local()
         self._batching = 0
         self._stale = False
         #: Per mesh: refits so far (a rebuild started before the latest one
@@ -1310,7 +1312,7 @@ class Scene:
         """
         with self._lock:
             if answering:
-                self._snapshot()
+                self._current_snapshot()
             self._batching += 1
             try:
                 yield self
@@ -1617,8 +1619,39 @@ class Scene:
                               triangles=triangles, names=[self._names[i] for i in live.tolist()],
                               params=[self._params[i] for i in live.tolist()])
 
+    @contextmanager
+    def pinned(self, read=None):
+        """Answer every query made on this thread inside the block from the
+        scene as it is when the block begins, while other threads go on
+        editing it; the block gets the result of ``read()``.
+
+        ``read`` (optional) is called with the scene's lock held, at the
+        moment the state is taken, so what it reads matches the queries'
+        answers: a service reads the object table its edits publish inside
+        :meth:`batch`. A query that takes a while on a scene edited a
+        thousand times a second needs no retries and holds up no edit.
+
+        >>> with scene.pinned(lambda: table_version) as version:
+        ...     hits = scene.intersect(origins, directions)  # the scene at ``version``
+        """
+        with self._lock:
+            snap = self._current_snapshot()
+            value = read() if read is not None else None
+        outer = getattr(self._pins, "snapshot", None)
+        self._pins.snapshot = snap
+        try:
+            yield value
+        finally:
+            self._pins.snapshot = outer
+
     # ----------------------------------------------------------- snapshot
     def _snapshot(self) -> _Snapshot:
+        """What queries answer from: this thread's pinned snapshot (see
+        :meth:`pinned`), else the scene as it is now."""
+        pinned = getattr(self._pins, "snapshot", None)
+        return self._current_snapshot() if pinned is None else pinned
+
+    def _current_snapshot(self) -> _Snapshot:
         snap = self._snap
         if snap is not None:
             return snap

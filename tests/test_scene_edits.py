@@ -354,3 +354,38 @@ def test_an_annotation_set_while_a_save_runs_is_kept(tmp_path, monkeypatch):
     assert scene.annotations == {"journal": 23}
     scene.save(tmp_path / "s")
     assert bvh.Scene.open(tmp_path / "s").annotations == {"journal": 23}
+
+
+def test_a_pinned_thread_answers_from_the_scene_as_the_block_began():
+    scene = bvh.Scene()
+    square = scene.add_mesh(np.array([[0.0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]]), np.array([[0, 1, 2], [0, 2, 3]]))
+    oid = scene.add_instance(square)
+    down = (np.array([[0.5, 0.5, 5.0]]), np.array([[0.0, 0.0, -1.0]]))
+    lifted = np.eye(4)
+    lifted[2, 3] = 2.0
+    version = {"n": 0}
+    with scene.pinned(lambda: version["n"]) as seen:
+        assert seen == 0
+
+        def edit():
+            with scene.batch(answering=False):
+                scene.set_transform(oid, lifted)
+                version["n"] = 1
+
+        other = threading.Thread(target=edit)
+        other.start()
+        other.join()
+        # This thread still answers from the scene of version 0; another sees version 1.
+        assert scene.intersect(*down).t.tolist() == [5.0]
+        assert len(scene.select(bvh.Camera.pinhole([0.5, 0.5, 5.0], [0.5, 0.5, 0.0], [0, 1, 0], 60.0, 64, 64)
+                                .frustum())) == 1
+        elsewhere = []
+        reader = threading.Thread(target=lambda: elsewhere.append(scene.intersect(*down).t.tolist()))
+        reader.start()
+        reader.join()
+        assert elsewhere == [[3.0]]
+        with scene.pinned(lambda: version["n"]) as inner:
+            # A block inside another takes the scene as it is now.
+            assert inner == 1 and scene.intersect(*down).t.tolist() == [3.0]
+        assert scene.intersect(*down).t.tolist() == [5.0]
+    assert scene.intersect(*down).t.tolist() == [3.0]
