@@ -193,6 +193,79 @@ def wide_sah_cost(nodes, links, traversal_cost, intersection_cost):
     return traversal_cost + total / (dx * dy + dy * dz + dz * dx)
 
 
+@jit
+def refit_top_level(nodes, links, top_order, bounds, rows, slots, row_parent, row_parent_slot, row_depth, written):
+    """Refit a scene's top-level tree after objects moved, in place.
+
+    The leaf slots ``(rows[i], slots[i])`` of ``nodes (K, 32)`` float32
+    (``links`` its int32 view) get the union of their objects' world boxes
+    ``bounds (O, 2, 3)`` float64 (objects ``top_order[first:first + count]``
+    of the slot), rounded as the build rounds them (to nearest, then
+    ``BOX_PADDING_ULPS`` steps outwards: padding the rounded union equals
+    the union of the padded boxes, ``nextafter`` being monotone); then each
+    ancestor's slot gets the union of its child's four slots, deepest rows
+    first, so a refit to unchanged boxes gives the built tree bit for bit.
+    ``row_parent``, ``row_parent_slot`` and ``row_depth`` (K,) locate each
+    row under its parent. ``written (K,) bool``, False on entry, marks every
+    row written.
+
+    One call per snapshot of a scene whose objects move (an editor's drag
+    makes one per edit): written in numpy, level by level, it cost some 0.3
+    ms of the GIL on a 10,000-object scene; here, microseconds.
+    """
+    pending = np.empty(nodes.shape[0], np.int64)
+    following = np.empty(nodes.shape[0], np.int64)
+    size = 0
+    for i in range(rows.shape[0]):
+        row = rows[i]
+        slot = slots[i]
+        first = links[row, CHILD_FIRST + slot]
+        count = links[row, CHILD_COUNT + slot]
+        for axis in range(3):
+            lo = np.float32(np.inf)
+            hi = np.float32(-np.inf)
+            for k in range(first, first + count):
+                o = top_order[k]
+                lo = min(lo, np.float32(bounds[o, 0, axis]))
+                hi = max(hi, np.float32(bounds[o, 1, axis]))
+            nodes[row, MIN_X + 4 * axis + slot] = lo
+            nodes[row, MAX_X + 4 * axis + slot] = hi
+            _pad_outwards(links, row, MIN_X + 4 * axis + slot, MAX_X + 4 * axis + slot)
+        if not written[row]:
+            written[row] = True
+            pending[size] = row
+            size += 1
+    while size > 0:
+        deepest = 0
+        for i in range(size):
+            deepest = max(deepest, row_depth[pending[i]])
+        if deepest == 0:
+            return
+        kept = 0
+        for i in range(size):
+            row = pending[i]
+            if row_depth[row] != deepest:
+                following[kept] = row
+                kept += 1
+                continue
+            parent = row_parent[row]
+            slot = row_parent_slot[row]
+            for axis in range(3):
+                lo = nodes[row, MIN_X + 4 * axis]
+                hi = nodes[row, MAX_X + 4 * axis]
+                for child in range(1, WIDTH):
+                    lo = min(lo, nodes[row, MIN_X + 4 * axis + child])
+                    hi = max(hi, nodes[row, MAX_X + 4 * axis + child])
+                nodes[parent, MIN_X + 4 * axis + slot] = lo
+                nodes[parent, MAX_X + 4 * axis + slot] = hi
+            if not written[parent]:
+                written[parent] = True
+                following[kept] = parent
+                kept += 1
+        pending, following = following, pending
+        size = kept
+
+
 #: Chunks of vertices :func:`vertex_bounds` splits its pass into.
 BOUNDS_CHUNKS = 64
 

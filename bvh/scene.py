@@ -42,9 +42,8 @@ from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, f
     replace
 from .mesh_pack import ALPHA_ARRAY_NAMES, alpha_defaults, check_alpha, mesh_alpha
 from .materials import DEFAULT_CUTOFF, MeshAlpha
-from .refit import check_refit_vertices
-from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, aligned_empty, collapse_to_wide, \
-    outward_float32
+from .refit import check_refit_vertices, refit_top_level
+from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, aligned_empty, collapse_to_wide
 from .placement import transformed_boxes as _transformed_boxes
 from .shapes import BOX, KIND_NAMES, LINES, MESH, POINTS, POLYGON, QUAD, REMOVED, SPHERE, make_shape
 from .validation import (MAX_MESH_EXTENT, check_max_distance, check_mesh, check_points, check_radius, check_rays,
@@ -294,9 +293,10 @@ class _Snapshot:
                 self.inverse, moved, _folded_inverse(self.pack, kind[moved], mesh_of[moved], inverse[moved]))
             nodes = aligned_empty(self.top_nodes.shape, np.float32)
             nodes[:] = self.top_nodes
-            changed = _refit_top_level(nodes, self.arrays.top_order, snap.bounds, self.leaf_row[moved],
-                                       self.leaf_slot[moved], self.row_parent, self.row_parent_slot,
-                                       self.row_depth)
+            written = np.zeros(nodes.shape[0], np.bool_)
+            refit_top_level(nodes, nodes.view(np.int32), self.arrays.top_order, snap.bounds, self.leaf_row[moved],
+                            self.leaf_slot[moved], self.row_parent, self.row_parent_slot, self.row_depth, written)
+            changed = np.flatnonzero(written)
             terms = self.top_cost_terms.copy()
             terms[changed] = _slot_costs(nodes, changed)
             snap.top_cost_terms = _frozen(terms)
@@ -391,48 +391,6 @@ def _top_cost(nodes: np.ndarray, terms: np.ndarray) -> float:
     size = nodes[0, MAX_X:CHILD_FIRST].reshape(3, WIDTH).max(axis=1).astype(np.float64) \
         - nodes[0, MIN_X:MAX_X].reshape(3, WIDTH).min(axis=1)
     return TOP_LEVEL_CONFIG.traversal_cost + total / (size[0] * size[1] + size[1] * size[2] + size[2] * size[0])
-
-
-def _set_slots(nodes: np.ndarray, rows: np.ndarray, slots: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
-    """Write boxes ``lo, hi (R, 3)`` float32 into slot ``slots`` of node ``rows``."""
-    columns = slots[:, None] + WIDTH * np.arange(3)
-    nodes[rows[:, None], MIN_X + columns] = lo
-    nodes[rows[:, None], MAX_X + columns] = hi
-
-
-def _refit_top_level(nodes, top_order, bounds, rows, slots, row_parent, row_parent_slot, row_depth) -> np.ndarray:
-    """Recompute, in place, the boxes of the leaf slots ``(rows, slots)`` of
-    the top-level tree ``nodes (K, 32)`` from the objects' world ``bounds
-    (O, 2, 3)``, then of every ancestor slot, deepest first.
-
-    Boxes are rounded as the build rounds them (``outward_float32`` of each
-    object's box, then float32 unions, which equal the rounded unions since
-    rounding is monotone), so a refit to unchanged boxes gives the built
-    tree bit for bit. Returns the rows written, sorted.
-    """
-    links = nodes.view(np.int32)
-    leaves = np.unique(rows * WIDTH + slots)
-    rows, slots = leaves // WIDTH, leaves % WIDTH
-    first = links[rows, CHILD_FIRST + slots].astype(np.int64)
-    count = links[rows, CHILD_COUNT + slots].astype(np.int64)
-    starts = np.cumsum(count) - count
-    # Every object of each leaf (one with the top level's one-object leaves).
-    positions = np.arange(int(count.sum())) - np.repeat(starts, count) + np.repeat(first, count)
-    boxes = outward_float32(bounds[top_order[positions]].reshape(-1, 6))
-    _set_slots(nodes, rows, slots, np.minimum.reduceat(boxes[:, :3], starts),
-               np.maximum.reduceat(boxes[:, 3:], starts))
-    written = [np.unique(rows)]
-    pending = written[0]
-    while pending.size and row_depth[pending].max() > 0:
-        depth = row_depth[pending]
-        deepest = pending[depth == depth.max()]
-        lo = nodes[deepest, MIN_X:MAX_X].reshape(-1, 3, WIDTH).min(axis=2)
-        hi = nodes[deepest, MAX_X:CHILD_FIRST].reshape(-1, 3, WIDTH).max(axis=2)
-        parents = row_parent[deepest]
-        _set_slots(nodes, parents, row_parent_slot[deepest], lo, hi)
-        written.append(parents)
-        pending = np.union1d(pending[depth != depth.max()], parents)
-    return np.unique(np.concatenate(written))
 
 
 def _scene_misses(n: int) -> tuple:
