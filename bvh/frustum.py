@@ -98,6 +98,14 @@ def boxes_in_frustum_parallel(bounds, planes, out):
 
 
 @jit_inline
+def _clip_scratch(n_planes):
+    """The scratch of :func:`_triangle_inside` for ``n_planes`` planes:
+    ``(cuts, poly, other, dist)``, allocated once per task, not per triangle."""
+    return (np.empty(n_planes, np.bool_), np.empty((3 + n_planes, 3)), np.empty((3 + n_planes, 3)),
+            np.empty(3 + n_planes))
+
+
+@jit_inline
 def _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
     """Whether triangle ``f`` has a point inside every plane.
 
@@ -193,10 +201,7 @@ def triangles_in_frustum_serial(vertices, faces, planes, out):
     ``planes (P, 4)`` float64.
     """
     n_planes = planes.shape[0]
-    cuts = np.empty(n_planes, np.bool_)
-    poly = np.empty((3 + n_planes, 3))
-    other = np.empty((3 + n_planes, 3))
-    dist = np.empty(3 + n_planes)
+    cuts, poly, other, dist = _clip_scratch(n_planes)
     for f in range(faces.shape[0]):
         out[f] = _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist)
 
@@ -208,10 +213,7 @@ def triangles_in_frustum_parallel(vertices, faces, planes, out):
     n = faces.shape[0]
     n_planes = planes.shape[0]
     for block in prange((n + BLOCK - 1) // BLOCK):
-        cuts = np.empty(n_planes, np.bool_)
-        poly = np.empty((3 + n_planes, 3))
-        other = np.empty((3 + n_planes, 3))
-        dist = np.empty(3 + n_planes)
+        cuts, poly, other, dist = _clip_scratch(n_planes)
         for f in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
             out[f] = _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist)
 
@@ -220,10 +222,7 @@ def triangles_in_frustum_parallel(vertices, faces, planes, out):
 def any_triangle_in_frustum_serial(vertices, faces, planes):
     """Whether any face has a point inside; stops at the first that does."""
     n_planes = planes.shape[0]
-    cuts = np.empty(n_planes, np.bool_)
-    poly = np.empty((3 + n_planes, 3))
-    other = np.empty((3 + n_planes, 3))
-    dist = np.empty(3 + n_planes)
+    cuts, poly, other, dist = _clip_scratch(n_planes)
     for f in range(faces.shape[0]):
         if _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
             return True
@@ -242,10 +241,7 @@ def any_triangle_in_frustum_parallel(vertices, faces, planes, found):
     for block in prange((n + BLOCK - 1) // BLOCK):
         if found[0]:
             continue
-        cuts = np.empty(n_planes, np.bool_)
-        poly = np.empty((3 + n_planes, 3))
-        other = np.empty((3 + n_planes, 3))
-        dist = np.empty(3 + n_planes)
+        cuts, poly, other, dist = _clip_scratch(n_planes)
         for f in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
             if _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
                 found[0] = True
@@ -344,10 +340,7 @@ def objects_meet_frustum(vertices, vertex_start, faces, face_start, meshes, plan
     count = meshes.shape[0]
     n_planes = planes.shape[1]
     for block in prange((count + OBJECT_BLOCK - 1) // OBJECT_BLOCK):
-        cuts = np.empty(n_planes, np.bool_)
-        poly = np.empty((3 + n_planes, 3))
-        other = np.empty((3 + n_planes, 3))
-        dist = np.empty(3 + n_planes)
+        cuts, poly, other, dist = _clip_scratch(n_planes)
         for k in range(block * OBJECT_BLOCK, min(count, (block + 1) * OBJECT_BLOCK)):
             mesh = meshes[k]
             out[k] = _object_meets(vertices[vertex_start[mesh]:vertex_start[mesh + 1]],

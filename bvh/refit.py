@@ -58,6 +58,21 @@ def _pad_outwards(bits, node, lo, hi):
             bits[node, hi] = high - 1
 
 
+@jit_inline
+def _union_into_slot(nodes, row, parent, slot):
+    """Write the union of the four slots' boxes of node ``row`` into slot
+    ``slot`` of node ``parent`` (unused slots' inverted boxes change
+    nothing); float32 minima and maxima, exact."""
+    for axis in range(3):
+        lo = nodes[row, MIN_X + 4 * axis]
+        hi = nodes[row, MAX_X + 4 * axis]
+        for child in range(1, WIDTH):
+            lo = min(lo, nodes[row, MIN_X + 4 * axis + child])
+            hi = max(hi, nodes[row, MAX_X + 4 * axis + child])
+        nodes[parent, MIN_X + 4 * axis + slot] = lo
+        nodes[parent, MAX_X + 4 * axis + slot] = hi
+
+
 @jit_parallel
 def _vertex_bounds(vertices, used, partial):
     """Box of the ``used`` vertices, in ``partial`` rows of ``(lo, hi)`` per
@@ -150,14 +165,7 @@ def _refit(vertices, offset, row_faces, dropped_faces, nodes, links, triangles, 
             child = links[node, CHILD_FIRST + slot]
             if links[node, CHILD_COUNT + slot] != 0 or child == 0:
                 continue
-            for axis in range(3):
-                lo = refitted[child, MIN_X + 4 * axis]
-                hi = refitted[child, MAX_X + 4 * axis]
-                for child_slot in range(1, WIDTH):
-                    lo = min(lo, refitted[child, MIN_X + 4 * axis + child_slot])
-                    hi = max(hi, refitted[child, MAX_X + 4 * axis + child_slot])
-                refitted[node, MIN_X + 4 * axis + slot] = lo
-                refitted[node, MAX_X + 4 * axis + slot] = hi
+            _union_into_slot(refitted, child, node, slot)
     return 0, 0
 
 
@@ -250,14 +258,7 @@ def refit_top_level(nodes, links, top_order, bounds, rows, slots, row_parent, ro
                 continue
             parent = row_parent[row]
             slot = row_parent_slot[row]
-            for axis in range(3):
-                lo = nodes[row, MIN_X + 4 * axis]
-                hi = nodes[row, MAX_X + 4 * axis]
-                for child in range(1, WIDTH):
-                    lo = min(lo, nodes[row, MIN_X + 4 * axis + child])
-                    hi = max(hi, nodes[row, MAX_X + 4 * axis + child])
-                nodes[parent, MIN_X + 4 * axis + slot] = lo
-                nodes[parent, MAX_X + 4 * axis + slot] = hi
+            _union_into_slot(nodes, row, parent, slot)
             if not written[parent]:
                 written[parent] = True
                 following[kept] = parent

@@ -520,17 +520,23 @@ def test_window_takes_what_lies_inside_crossing_what_it_touches():
         scene.select(planes, containment="inside")
 
 
+def random_marquee(rng, least_size):
+    """The frustum of a random rectangle, at least ``least_size`` pixels and
+    at most 180 x 140, of a 320 x 240 camera 30 units from the origin looking
+    near it."""
+    direction = rng.normal(size=3)
+    camera = bvh.Camera.pinhole(30.0 * direction / np.linalg.norm(direction), rng.normal(size=3), rng.normal(size=3),
+                                rng.uniform(30.0, 60.0), 320, 240)
+    start = rng.uniform([0.0, 0.0], [140.0, 100.0])
+    return camera.frustum([*start, *(start + rng.uniform(least_size, [180.0, 140.0]))])
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_window_selection_agrees_with_per_vertex_tests(sixty_instances, seed):
     """Objects, and triangles, within random marquees, against every used vertex
     of every object tested against every plane in float64."""
     scene = sixty_instances
-    rng = np.random.default_rng(500 + seed)
-    direction = rng.normal(size=3)
-    camera = bvh.Camera.pinhole(30.0 * direction / np.linalg.norm(direction), rng.normal(size=3), rng.normal(size=3),
-                                rng.uniform(30.0, 60.0), 320, 240)
-    start = rng.uniform([0.0, 0.0], [140.0, 100.0])
-    planes = camera.frustum([*start, *(start + rng.uniform([120.0, 100.0], [180.0, 140.0]))])
+    planes = random_marquee(np.random.default_rng(500 + seed), [120.0, 100.0])
     objects = scene.select(planes, containment="window")
     crossing = scene.select(planes, containment="crossing")
     triangles = scene.select(planes, mode="triangles", containment="window")
@@ -564,12 +570,7 @@ def test_objects_mode_agrees_with_the_triangles_it_would_list(sixty_instances, s
     (more faces than one block) and every triangles selection one object at a
     time."""
     scene = sixty_instances
-    rng = np.random.default_rng(900 + seed)
-    direction = rng.normal(size=3)
-    camera = bvh.Camera.pinhole(30.0 * direction / np.linalg.norm(direction), rng.normal(size=3), rng.normal(size=3),
-                                rng.uniform(30.0, 60.0), 320, 240)
-    start = rng.uniform([0.0, 0.0], [140.0, 100.0])
-    planes = camera.frustum([*start, *(start + rng.uniform([60.0, 50.0], [180.0, 140.0]))])
+    planes = random_marquee(np.random.default_rng(900 + seed), [60.0, 50.0])
     meshes = {info.id: scene.mesh_faces(info.mesh).shape[0] for info in scene.objects if info.kind == "mesh"}
     for containment in ("crossing", "window"):
         objects = set(scene.select(planes, containment=containment).object.tolist())
