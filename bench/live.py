@@ -240,7 +240,7 @@ def fan_out(mesh_path: Path, events: int, interval: float) -> np.ndarray:
     thread.start()
     from bench.http import wait_ready
 
-    wait_ready(f"http://127.0.0.1:{port}", timeout=600)
+    wait_ready(f"http://127.0.0.1:{port}", timeout=600, every_kernel=True)
     scene_id = upload(f"http://127.0.0.1:{port}", mesh_path)["id"]
     subscribers = start_subscribers(port, scene_id, events)
     try:
