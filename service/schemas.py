@@ -861,7 +861,8 @@ class EventMessage(BaseModel):
                                                              "GET /scenes/{id}/objects/{oid} answers")
     mesh: int | SkipJsonSchema[None] = Field(None, json_schema_extra=_left_out_only,
                                              description="vertices only: the mesh whose vertices moved")
-    version: int = Field(description="the scene's edit number after this change")
+    version: int = Field(description="the scene's edit number after this change (moves sent as one event: "
+                                     "after the last of them)")
 
 
 class ResyncMessage(BaseModel):
