@@ -165,16 +165,12 @@ def folded(records: list[Record]) -> list[Record]:
         if len(run) == 1:
             out.append(run[0])
         elif run:
-            moves: dict[int, np.ndarray] = {}
+            moved, transforms = _last_moves(run)
             fields: dict[int, dict] = {}
             for record in run:
-                transforms = record.arrays.get("transforms")
-                for row, oid in enumerate(record.arrays.get("moved", np.zeros(0, np.int64)).tolist()):
-                    moves[oid] = _as_matrix(transforms[row])
                 for entry in record.fields.get("changes", []):
                     fields.setdefault(entry["id"], {}).update({k: v for k, v in entry.items() if k != "id"})
-            merged = objects_record(list(moves), np.array(list(moves.values()), np.float64).reshape(-1, 4, 4),
-                                    [{"id": oid, **values} for oid, values in fields.items()])
+            merged = objects_record(moved, transforms, [{"id": oid, **values} for oid, values in fields.items()])
             merged.seq = run[-1].seq
             out.append(merged)
         run.clear()
@@ -189,11 +185,26 @@ def folded(records: list[Record]) -> list[Record]:
     return out
 
 
-def _as_matrix(transform: np.ndarray) -> np.ndarray:
-    """A (4, 4) float64 matrix from a record's (4, 4) or (3, 4) rows, as set_transforms reads them."""
-    matrix = np.eye(4)
-    matrix[:transform.shape[0]] = transform
-    return matrix
+def _last_moves(run: list[Record]) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, transforms)``: each object moved in ``run``, in the order first
+    moved, with its last transform as a (4, 4) float64 matrix (a record's rows
+    are (4, 4) or (3, 4), as set_transforms reads them). In numpy: a crash
+    during a drag leaves thousands of records to fold before ``/ready``."""
+    ids, matrices = [np.zeros(0, np.int64)], [np.zeros((0, 4, 4))]
+    for record in run:
+        moved = record.arrays.get("moved")
+        if moved is None or not len(moved):
+            continue
+        rows = np.asarray(record.arrays["transforms"], np.float64)
+        matrix = np.tile(np.eye(4), (len(moved), 1, 1))
+        matrix[:, :rows.shape[1]] = rows
+        ids.append(np.asarray(moved, np.int64))
+        matrices.append(matrix)
+    ids, matrices = np.concatenate(ids), np.concatenate(matrices)
+    unique, first = np.unique(ids, return_index=True)
+    _, from_end = np.unique(ids[::-1], return_index=True)
+    order = np.argsort(first)
+    return unique[order], matrices[len(ids) - 1 - from_end[order]]
 
 
 def objects_record(moved, transforms, changes: list[dict], order: list[int] | None = None) -> Record:

@@ -5,10 +5,12 @@ The work comes in steps (:func:`stages`), in two stages:
 
 - the **pick path** — building a scene (uploads), single picks, batch picks,
   camera picks, on a scene saved and memory-mapped back as the service keeps
-  them — which the service runs at start-up before ``/ready`` turns 200;
-- the **rest** — occlusion, every-hit picks, selections, edits, proximity
-  queries, scenes of thousands of objects — which it runs afterwards on a
-  background thread.
+  them — which the service runs at start-up before ``/ready`` turns 200; its
+  scene is made in numpy (:func:`_generated_scene`), not read from files, so
+  that a restart does not wait for trimesh's import;
+- the **rest** — the sample files read by the loader, occlusion, every-hit
+  picks, selections, edits, proximity queries, scenes of thousands of
+  objects — which it runs afterwards on a background thread.
 
 :class:`ServiceWarmUp` runs them for the service, with a log line per step.
 ``docker/warmup.py`` runs all of it (:func:`everything`) at image build time
@@ -163,6 +165,47 @@ def _sample_scene():
     return scene
 
 
+def _generated_scene():
+    """A scene like :func:`_sample_scene`'s, made in numpy: a heightfield with
+    texture coordinates and normals, a torus placed three times (one mirrored),
+    one shape of each kind. The pick path's warm-up builds it instead of
+    reading the sample files, which would import trimesh (about 0.4 s before
+    ``/ready``); the sample files are read by a background step."""
+    import bvh
+
+    scene = bvh.Scene()
+    side = 16
+    x, y = np.meshgrid(np.linspace(0.0, 10.0, side), np.linspace(0.0, 10.0, side), indexing="ij")
+    vertices = np.stack([x.ravel(), y.ravel(), np.sin(x.ravel()) * np.cos(y.ravel())], axis=1)
+    cell = (np.arange(side - 1)[:, None] * side + np.arange(side - 1)[None, :]).ravel()
+    faces = np.concatenate([np.stack([cell, cell + side, cell + 1], axis=1),
+                            np.stack([cell + 1, cell + side, cell + side + 1], axis=1)]).astype(np.int64)
+    normals = np.tile([0.0, 0.0, 1.0], (len(vertices), 1))
+    # Read-only, as the loader's vertices of an OBJ, PLY or STL are (a glTF's
+    # are writable, as the torus's): the kernels are specialised to both.
+    vertices.setflags(write=False)
+    terrain = scene.add_mesh(vertices, faces, normals=normals, uvs=vertices[:, :2] / 10.0, name="terrain")
+    scene.add_instance(terrain, name="ground")
+    angle = np.linspace(0.0, 2.0 * np.pi, 24, endpoint=False)
+    ring, tube = np.meshgrid(angle, angle[:12] * 2.0, indexing="ij")
+    radius = 1.0 + 0.3 * np.cos(tube)
+    torus_vertices = np.stack([(radius * np.cos(ring)).ravel(), (radius * np.sin(ring)).ravel(),
+                               (0.3 * np.sin(tube)).ravel()], axis=1)
+    i, j = np.meshgrid(np.arange(24), np.arange(12), indexing="ij")
+    a, b = (i * 12 + j).ravel(), (((i + 1) % 24) * 12 + j).ravel()
+    c, d = (i * 12 + (j + 1) % 12).ravel(), (((i + 1) % 24) * 12 + (j + 1) % 12).ravel()
+    torus_faces = np.concatenate([np.stack([a, b, d], axis=1), np.stack([a, d, c], axis=1)]).astype(np.int64)
+    torus = scene.add_mesh(torus_vertices, torus_faces, name="torus")
+    for k, transform in enumerate((_shift(20.0), _shift(30.0), np.diag([-1.0, 1.0, 1.0, 1.0]) @ _shift(40.0))):
+        scene.add_instance(torus, transform, name=f"torus{k}")
+    scene.add_shape("sphere", _shift(-10.0), name="ball", radius=0.5)
+    scene.add_shape("box", _shift(-11.0), name="crate", size=[1.0, 2.0, 0.5])
+    scene.add_shape("quad", _shift(-12.0), name="card", size=[1.0, 1.0])
+    scene.add_shape("polygon", _shift(-13.0), name="sign",
+                    vertices=[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.5, 1.0, 0.0]])
+    return scene
+
+
 def _proximity(scene, rng: np.random.Generator) -> None:
     """Closest points, sphere casts, containment and signed distances (few and many), and
     overlaps of every kind of region, in both modes."""
@@ -244,12 +287,15 @@ def stages(rng: np.random.Generator) -> tuple[list[Step], list[Step]]:
 
     state = {}
 
-    def build():
-        scene = _sample_scene()
-        with tempfile.TemporaryDirectory() as directory:
-            scene.save(directory)
-            # The memory maps stay valid once the directory is gone.
-            state["scene"] = bvh.Scene.open(directory)
+    def build(make):
+        def saved_and_opened():
+            scene = make()
+            with tempfile.TemporaryDirectory() as directory:
+                scene.save(directory)
+                # The memory maps stay valid once the directory is gone.
+                state["scene"] = bvh.Scene.open(directory)
+
+        return saved_and_opened
 
     def edits():
         # An edit of a saved scene gives an in-memory pack beside memory-mapped ones.
@@ -273,13 +319,15 @@ def stages(rng: np.random.Generator) -> tuple[list[Step], list[Step]]:
     # Batch picks before single picks: on a cold cache a second process
     # compiles the single-pick kernel meanwhile (HELPER_STEP), and this one
     # then loads it.
-    pick_path = [Step("building scenes", build),
+    pick_path = [Step("building scenes", build(_generated_scene)),
                  Step("batch picks", lambda: _query(scene(), rng, ("closest",), counts=(MANY,))),
                  Step(HELPER_STEP, lambda: _query(scene(), rng, ("closest",), counts=(1, 8))),
                  Step("camera picks", lambda: _camera_picks(scene(), rng))]
     # The cheapest first, so that most kinds of request stop waiting soonest:
     # selections take seconds to compile, every-hit picks over a minute.
-    rest = [Step("selections", selections),
+    # The sample files (the loader, trimesh) come first: the later steps query their scene.
+    rest = [Step("reading the sample files", build(_sample_scene)),
+            Step("selections", selections),
             Step("occlusion", lambda: _query(scene(), rng, ("occluded",))),
             Step("every-hit picks", lambda: _query(scene(), rng, ("all",))),
             Step(f"queries over {CROWD} objects", lambda: _query(state["crowd"], rng)),
@@ -324,16 +372,22 @@ def group(name: str, rng: np.random.Generator) -> None:
         raise ValueError(f"no warm-up group {name!r}")
 
 
-def dispatchers() -> list:
-    """``(qualified name, dispatcher)`` of every numba function defined in ``bvh``."""
+def dispatchers(imported_only: bool = False) -> list:
+    """``(qualified name, dispatcher)`` of every numba function defined in ``bvh``.
+
+    With ``imported_only``, only of the modules this process has imported:
+    a kernel of a module not imported has compiled and loaded nothing, and
+    importing them all (``bvh.trimesh`` brings trimesh) cost the start-up
+    some 0.4 s before ``/ready``.
+    """
     from numba.core.registry import CPUDispatcher
 
     import bvh
 
     found = {}
     for info in pkgutil.walk_packages(bvh.__path__, "bvh."):
-        module = importlib.import_module(info.name)
-        for name, value in vars(module).items():
+        module = sys.modules.get(info.name) if imported_only else importlib.import_module(info.name)
+        for name, value in vars(module).items() if module is not None else ():
             if isinstance(value, CPUDispatcher) and value.py_func.__module__ == info.name:
                 found[f"{info.name}.{name}"] = value
     return sorted(found.items())
@@ -343,7 +397,7 @@ def cache_counts() -> tuple[int, int]:
     """``(compiled, loaded)``: kernel signatures this process has compiled, and
     loaded from numba's cache, so far."""
     compiled = loaded = 0
-    for _, dispatcher in dispatchers():
+    for _, dispatcher in dispatchers(imported_only=True):
         compiled += sum(dispatcher.stats.cache_misses.values())
         loaded += sum(dispatcher.stats.cache_hits.values())
     return compiled, loaded
