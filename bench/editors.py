@@ -401,7 +401,7 @@ def memory_spread(sampler: load.MemorySampler, mark: float, duration: float) -> 
     report = sampler.report(mark, load.MAX_DURATION)
     if not report.get("known"):
         return report
-    later = [rss for t, rss, _, _ in sampler.samples if mark + 0.5 < t < duration + 0.25]
+    later = [rss for t, rss, _, _ in sampler.samples if mark + 0.5 < t < duration]
     base = report["rss_at_mark"]
     low = min(later, default=base)
     high = max(later, default=base)
