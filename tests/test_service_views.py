@@ -72,3 +72,15 @@ def test_the_longest_name_bounds_every_live_name_and_follows_renames():
     assert fresh.longest_name == max(len(info.name) for info in scene.objects if info.name)
     empty = ObjectTable.of(bvh.Scene())
     assert empty.longest_name == 0
+
+
+def test_the_json_text_of_a_table_is_every_live_object_in_id_order_made_once():
+    import json
+
+    scene = _scene()
+    table = ObjectTable.of(scene)
+    scene.remove(2)
+    table = table.changed(scene, [2])
+    expected = _expected(scene)
+    assert json.loads(table.json_text) == [expected[oid] for oid in sorted(expected)]
+    assert table.json_text is table.json_text

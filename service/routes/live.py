@@ -36,7 +36,6 @@ from ..picking import RAY_BYTES
 from ..responses import JSON_OPTIONS
 from ..schemas import (AuthMessage, BatchOptionsAnswer, BatchOptionsMessage, EditAnswer, EditMessage, ErrorMessage,
                        ErrorOut, EventMessage, HelloMessage, PickAnswer, PickMessage, ResyncMessage)
-from ..serialize import object_json
 from .picks import DEFAULT_WINDOW, binary_batch, check_binary_rays, off_loop, pick_one, window
 
 log = logging.getLogger("service.live")
@@ -152,10 +151,10 @@ def _decode(text: str):
         raise ClientError(422, f"the message is not valid JSON: {error}") from None
 
 
-def table(stored) -> dict:
-    """``version`` and ``objects`` of the scene's current view: the table as of that edit."""
-    view = stored.view
-    return {"version": view.version, "objects": [object_json(info) for info in view.objects.values()]}
+def table_frame(view, **head) -> str:
+    """A ``hello`` or ``resync`` frame: ``head``'s fields, then the view's ``version`` and ``objects``
+    (the table as of that edit, serialized once per view)."""
+    return _dumps({**head, "version": view.version})[:-1] + ',"objects":' + view.objects.json_text + "}"
 
 
 def _reason(detail: str) -> str:
@@ -196,9 +195,9 @@ class LiveSession:
             try:
                 # Subscribed and read with no await between: every event delivered later is
                 # either already in this table or sent after it.
-                current = table(stored)
-                subscriber.floor = current["version"]
-                await self.send_text(_dumps({"type": "hello", "scene": self.scene_id, **current}))
+                view = stored.view
+                subscriber.floor = view.version
+                await self.send_text(table_frame(view, type="hello", scene=self.scene_id))
                 pusher = asyncio.create_task(self.push(subscriber))
                 try:
                     await self.serve()
@@ -286,10 +285,10 @@ class LiveSession:
                 pending = await subscriber.take()
                 if pending is RESYNC:
                     stored = await self.scene()
-                    current = table(stored)
-                    subscriber.floor = current["version"]
+                    view = stored.view
+                    subscriber.floor = view.version
                     subscriber.stored = stored
-                    pending = [_dumps({"type": "resync", **current})]
+                    pending = [table_frame(view, type="resync")]
                 for frame in pending:
                     await self.send_text(frame)
         except (WebSocketDisconnect, WebSocketDisconnected):
