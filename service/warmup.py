@@ -149,6 +149,16 @@ def _select(scene, rng: np.random.Generator, each_object: bool = True, pick: boo
         bvh.Lasso(camera, LASSO).pixels(2)
 
 
+def _with_shapes(scene):
+    """``scene`` with one analytic shape of each kind added."""
+    scene.add_shape("sphere", _shift(-10.0), name="ball", radius=0.5)
+    scene.add_shape("box", _shift(-11.0), name="crate", size=[1.0, 2.0, 0.5])
+    scene.add_shape("quad", _shift(-12.0), name="card", size=[1.0, 1.0])
+    scene.add_shape("polygon", _shift(-13.0), name="sign",
+                    vertices=[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.5, 1.0, 0.0]])
+    return scene
+
+
 def _sample_scene():
     """Every sample file side by side in one scene, and one shape of each kind."""
     import bvh
@@ -157,12 +167,7 @@ def _sample_scene():
     scene = bvh.Scene()
     for k, name in enumerate(sample_meshes.ALL):
         scene.add_scene(bvh.load(sample_meshes.path(name)), transform=_shift(400.0 * k))
-    scene.add_shape("sphere", _shift(-10.0), name="ball", radius=0.5)
-    scene.add_shape("box", _shift(-11.0), name="crate", size=[1.0, 2.0, 0.5])
-    scene.add_shape("quad", _shift(-12.0), name="card", size=[1.0, 1.0])
-    scene.add_shape("polygon", _shift(-13.0), name="sign",
-                    vertices=[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.5, 1.0, 0.0]])
-    return scene
+    return _with_shapes(scene)
 
 
 def _generated_scene():
@@ -198,12 +203,7 @@ def _generated_scene():
     torus = scene.add_mesh(torus_vertices, torus_faces, name="torus")
     for k, transform in enumerate((_shift(20.0), _shift(30.0), np.diag([-1.0, 1.0, 1.0, 1.0]) @ _shift(40.0))):
         scene.add_instance(torus, transform, name=f"torus{k}")
-    scene.add_shape("sphere", _shift(-10.0), name="ball", radius=0.5)
-    scene.add_shape("box", _shift(-11.0), name="crate", size=[1.0, 2.0, 0.5])
-    scene.add_shape("quad", _shift(-12.0), name="card", size=[1.0, 1.0])
-    scene.add_shape("polygon", _shift(-13.0), name="sign",
-                    vertices=[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.5, 1.0, 0.0]])
-    return scene
+    return _with_shapes(scene)
 
 
 def _proximity(scene, rng: np.random.Generator) -> None:
