@@ -44,6 +44,8 @@ from bench.http import ROOT, Server, _response_length, free_port, raw_request, r
 
 BINARY_MOVE = np.dtype([("id", "<i4"), ("rows", "<f4", (3, 4))])
 GROUP = 64
+#: Connections moving single objects in the kill -9 rounds, each its own share of the objects.
+SINGLES = 4
 
 
 def city_file(directory: Path, objects: int) -> Path:
@@ -232,7 +234,9 @@ class Stream:
         rng = random.Random(slot)
         connection = Connection(self.url)
         while not self.stop.is_set():
-            oid = rng.randrange(GROUP, self.objects)
+            # Each connection moves only its own objects: two connections moving one object at once
+            # could be applied in either order, and the larger value, acknowledged, read as lost.
+            oid = rng.randrange(GROUP + slot, self.objects, SINGLES)
             value = self._next()
             with self.lock:
                 self.sent[oid] = max(self.sent.get(oid, value), value)
@@ -268,7 +272,7 @@ class Stream:
                     self.count += 1
 
     def run(self, until_acked: int) -> tuple[list[threading.Thread], int]:
-        threads = [threading.Thread(target=self._singles, args=(slot,)) for slot in range(4)]
+        threads = [threading.Thread(target=self._singles, args=(slot,)) for slot in range(SINGLES)]
         threads.append(threading.Thread(target=self._batches))
         for thread in threads:
             thread.start()
