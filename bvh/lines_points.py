@@ -334,10 +334,18 @@ def _segment_leaf(segments, segment_index, first, count, consts, window, record,
         bx = np.float64(segments[np.uint64(base + 3)])
         by = np.float64(segments[np.uint64(base + 4)])
         bz = np.float64(segments[np.uint64(base + 5)])
+        # Measured from its lexicographically lower end, so that a segment
+        # and its reverse (a duplicate edge drawn both ways) round alike and
+        # tie exactly, leaving the choice to the lower index.
+        reverse = ax > bx or (ax == bx and (ay > by or (ay == by and az > bz)))
+        if reverse:
+            ax, ay, az, bx, by, bz = bx, by, bz, ax, ay, az
         pax, pay, paz = _mapped(world, ax, ay, az, 1.0)
         pbx, pby, pbz = _mapped(world, bx, by, bz, 1.0)
         t, s, px, py, pz, d2 = segment_approach(pax - wx, pay - wy, paz - wz, pbx - wx, pby - wy, pbz - wz, dx, dy,
                                                 dz, window[0])
+        if reverse:
+            s = 1.0 - s
         _keep(record, window, t, s, SEGMENT, d2, obj, np.float64(segment_index[k]), px, py, pz)
 
 

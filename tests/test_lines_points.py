@@ -173,6 +173,26 @@ def test_parallel_and_degenerate_segments():
     assert hits.segment[0] == 1 and hits.t[0] == 4.0 and hits.distance[0] == 0.0
 
 
+def test_a_segment_and_its_reverse_tie_to_the_lower_index():
+    # The same edge drawn both ways (as segments 1 and 3): measured alike,
+    # they tie exactly on every ray, and the lower index is the answer.
+    rng = np.random.default_rng(4)
+    ends = rng.uniform(-1, 1, size=(2, 3))
+    scene = bvh.Scene()
+    scene.add_instance(lines=scene.add_lines(np.vstack([ends, [[5, 5, 5], [6, 6, 6]]]),
+                                             [[2, 3], [1, 0], [3, 2], [0, 1]]))
+    origins = rng.uniform(-3, 3, size=(2000, 3))
+    directions = ends.mean(axis=0) + rng.normal(scale=0.2, size=(2000, 3)) - origins
+    hits = scene.intersect(origins, directions, line_tolerance=0.2)
+    picked = hits.primitive == SEGMENT
+    assert picked.sum() > 1000
+    assert set(hits.segment[picked].tolist()) == {1}
+    # s is measured along each segment as given: from its first vertex.
+    chosen = ends[1] + hits.s[picked, None] * (ends[0] - ends[1])
+    nearest = origins[picked] + hits.t[picked, None] * directions[picked]
+    assert np.all(np.linalg.norm(chosen - nearest, axis=1) <= 0.2 * (1 + 1e-9))
+
+
 def test_point_on_the_ray_origin_and_behind_it():
     scene = bvh.Scene()
     cloud = scene.add_points([[0, 0, 0], [0, 0, -1]])
