@@ -26,6 +26,7 @@ import numpy as np
 from numba import prange
 
 from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
+from .borrow import borrowed, frame_array
 from .leaf_tests import triangle_edges
 from .primitives.rays import _crossings
 from .shapes import BOX, QUAD, SPHERE
@@ -37,6 +38,8 @@ from .traversal import (make_instance_walk, make_traversal, new_stack, object_po
 #: closest point in world space and, for a shape, its world normal.
 NEAR_D2, NEAR_U, NEAR_V, NEAR_ROW, NEAR_OBJECT, NEAR_POINT, NEAR_NORMAL = 0, 1, 2, 3, 4, 5, 8
 NEAR_RECORD = 11
+
+_near_record = frame_array(NEAR_RECORD, np.float64)
 
 
 @jit_inline
@@ -493,8 +496,9 @@ def _start(record):
 
 @jit
 def _mesh_block(nodes, links, tris, offset, points, limit, start, end, rows, d2, u, v, nearest):
+    nodes, links, tris, offset, points = borrowed((nodes, links, tris, offset, points))
     stack_first, stack_count, stack_t = new_stack()
-    record = np.empty(NEAR_RECORD)
+    record = _near_record()
     out = (record,)
     for i in range(start, end):
         _start(record)
@@ -535,8 +539,9 @@ def mesh_closest_points(nodes, links, tris, offset, points, limit, rows, d2, u, 
 
 @jit
 def _scene_block(scene, points, limit, start, end, objects, rows, d2, u, v, nearest, normal):
+    scene, points = borrowed((scene, points))
     stack_first, stack_count, stack_t = new_stack()
-    record = np.empty(NEAR_RECORD)
+    record = _near_record()
     out = (record,)
     for i in range(start, end):
         _start(record)

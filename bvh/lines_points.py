@@ -74,6 +74,7 @@ import numpy as np
 from numba import prange
 
 from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
+from .borrow import borrowed, frame_array
 from .closest_point import _mapped
 from .leaf_tests import HIT_NORMAL, HIT_OBJECT, HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V
 from .scene_kernels import _closest_mesh_leaf, _closest_shape_leaf, _finish_closest
@@ -100,6 +101,8 @@ PARALLEL_SINE2 = 1.0e-14
 #: to the ray's world origin, and ``tol(t*)``.
 LP_T, LP_D2, LP_OBJECT, LP_INDEX, LP_S, LP_KIND, LP_POINT, LP_TOL = 0, 1, 2, 3, 4, 5, 6, 9
 LP_RECORD = 10
+
+_hit_record = frame_array(HIT_RECORD, np.float64)
 
 
 class LinePointArrays(NamedTuple):
@@ -424,6 +427,8 @@ def _line_wins(record, t_surface, normal, i, dx, dy, dz):
 def _pick_block(scene, lp, alpha, origins, directions, tolerances, box, tmin, tmax, cull, start, end, hit_object, hit_row,
                 hit_t, hit_u, hit_v, hit_normal, records, out_object, out_mesh, out_triangle, t, u, v, point, normal,
                 front_face, primitive, out_set, segment, s, point_index, distance):
+    scene, lp, alpha, origins, directions, tolerances, box, records = borrowed(
+        (scene, lp, alpha, origins, directions, tolerances, box, records))
     stack_first, stack_count, stack_t = new_stack()
     top_nodes = (scene.top_nodes, scene.top_nodes)
     top_links = (scene.top_links, scene.top_links)
@@ -433,7 +438,7 @@ def _pick_block(scene, lp, alpha, origins, directions, tolerances, box, tmin, tm
     inverse = (lp.inverse, lp.tree_kind)
     top_order, enabled, walk_kind, tree_of, roots = scene.top_order, lp.enabled, lp.walk_kind, lp.tree_of, lp.roots
     shape_start, shape_data = scene.shape_start, scene.shape_data
-    hit = np.empty(HIT_RECORD)
+    hit = _hit_record()
     for i in range(start, end):
         record = records[i]
         out = (hit, cull, alpha, record)

@@ -21,6 +21,7 @@ import numpy as np
 from numba import prange
 
 from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
+from .borrow import borrowed, frame_array
 from .alpha import any_hit_leaf_alpha, closest_hit_leaf_alpha, collect_hits_leaf_alpha, count_hits_leaf_alpha
 from .leaf_tests import HIT_NORMAL, HIT_OBJECT, HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V, triangle_edges
 from .shapes import MESH, NO_HIT, next_after, shape_hit
@@ -78,6 +79,8 @@ class SceneArrays(NamedTuple):
     shape_data: np.ndarray
     mesh_scale: np.ndarray
 
+
+_hit_record = frame_array(HIT_RECORD, np.float64)
 
 #: Hits of one ray on one object closer than this fraction of the mesh's
 #: size, on faces sharing a vertex, are one crossing of the surface.
@@ -269,12 +272,13 @@ def _finish_closest(start, end, kind, mesh_of, inverse, tris, face_index, origin
 @jit
 def _closest_block(scene, alpha, origins, directions, tmin, tmax, cull, start, end, hit_object, hit_row, hit_t, hit_u,
                    hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face):
+    scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
     stack_first, stack_count, stack_t = new_stack()
     top_nodes, top_links, top_order, enabled = scene.top_nodes, scene.top_links, scene.top_order, scene.enabled
     kind, mesh_of, inverse, mesh_root = scene.kind, scene.mesh_of, scene.inverse, scene.mesh_root
     nodes, links, tris, face_index = scene.nodes, scene.links, scene.tris, scene.face_index
     shape_start, shape_data = scene.shape_start, scene.shape_data
-    hit = np.empty(HIT_RECORD)
+    hit = _hit_record()
     out = (hit, cull, alpha)
     for i in range(start, end):
         hit[HIT_T] = np.inf
@@ -324,6 +328,7 @@ def closest_hits_parallel(scene, alpha, origins, directions, tmin, tmax, cull, h
 
 @jit
 def _occluded_block(scene, alpha, origins, directions, tmin, tmax, start, end, occluded):
+    scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
     stack_first, stack_count, stack_t = new_stack()
     out = (occluded, alpha)
     for i in range(start, end):
@@ -351,6 +356,7 @@ def occluded_parallel(scene, alpha, origins, directions, tmin, tmax, occluded):
 
 @jit
 def _count_block(scene, alpha, origins, directions, tmin, tmax, start, end, counts):
+    scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
     stack_first, stack_count, stack_t = new_stack()
     out = (counts, alpha)
     for i in range(start, end):
@@ -381,6 +387,7 @@ def _share_vertex(tris, j, k):
 @jit
 def _collect_block(scene, alpha, origins, directions, tmin, tmax, start, end, starts, cursor, rows, ts, us, vs, objects,
                    keep):
+    scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
     stack_first, stack_count, stack_t = new_stack()
     out = ((cursor, rows, ts, us, vs), objects, alpha)
     mesh_of = scene.mesh_of

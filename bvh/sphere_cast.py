@@ -56,7 +56,8 @@ import numpy as np
 from numba import prange
 
 from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
-from .closest_point import (NEAR_D2, NEAR_NORMAL, NEAR_OBJECT, NEAR_POINT, NEAR_RECORD, _ellipsoid, _lift, _mapped,
+from .borrow import borrowed, frame_array
+from .closest_point import (NEAR_D2, NEAR_NORMAL, NEAR_OBJECT, NEAR_POINT, _ellipsoid, _lift, _mapped, _near_record,
                             _normal_to_world, _to_object, closest_on_triangle)
 from .leaf_tests import EDGE_TOLERANCE, triangle_edges
 from .primitives.rays import _crossings
@@ -92,6 +93,8 @@ ELLIPSOID_GRAZE = 1.0e-6
 #: squared distance from the point to the centre (to break ties at tmin).
 CAST_S, CAST_T, CAST_U, CAST_V, CAST_ROW, CAST_OBJECT, CAST_POINT, CAST_NORMAL, CAST_GAP = 0, 1, 2, 3, 4, 5, 6, 9, 12
 CAST_RECORD = 13
+
+_cast_record = frame_array(CAST_RECORD, np.float64)
 
 
 # ------------------------------------------------------------------ setups
@@ -685,8 +688,10 @@ def _finish(record, window, i, ox, oy, oz, directions, rows, t, u, v, point, cen
 @jit
 def _mesh_block(nodes, links, tris, offset, origins, directions, radius, tmin, tmax, start, end, rows, t, u, v,
                 point, centre, normal):
+    nodes, links, tris, offset, origins, directions, radius = borrowed(
+        (nodes, links, tris, offset, origins, directions, radius))
     stack_first, stack_count, stack_t = new_stack()
-    record = np.empty(CAST_RECORD)
+    record = _cast_record()
     out = (record,)
     for i in range(start, end):
         _start(record)
@@ -730,9 +735,10 @@ def mesh_sphere_casts(nodes, links, tris, offset, origins, directions, radius, t
 @jit
 def _scene_block(scene, origins, directions, radius, tmin, tmax, start, end, objects, rows, t, u, v, point, centre,
                  normal):
+    scene, origins, directions, radius = borrowed((scene, origins, directions, radius))
     stack_first, stack_count, stack_t = new_stack()
-    record = np.empty(CAST_RECORD)
-    scratch = np.empty(NEAR_RECORD)
+    record = _cast_record()
+    scratch = _near_record()
     out = (record, scratch)
     for i in range(start, end):
         _start(record)

@@ -22,6 +22,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ._jit import MAX_DEPTH, jit_inline
+from .borrow import frame_array
 from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MAX_Y, MAX_Z, MIN_X, MIN_Y, MIN_Z, ROW
 from .shapes import MESH
 
@@ -51,10 +52,18 @@ def safe_reciprocal(x):
 STACK_SIZE = 2 * 3 * MAX_DEPTH
 
 
+_stack_first = frame_array(STACK_SIZE, np.int32)
+_stack_count = frame_array(STACK_SIZE, np.int32)
+_stack_t = frame_array(STACK_SIZE, np.float64)
+
+
 @jit_inline
 def new_stack():
-    """One ray's traversal scratch: ``(first, count, t)`` of ``STACK_SIZE`` entries."""
-    return np.empty(STACK_SIZE, np.int32), np.empty(STACK_SIZE, np.int32), np.empty(STACK_SIZE, np.float64)
+    """One ray's traversal scratch: ``(first, count, t)`` of ``STACK_SIZE``
+    entries, in the calling kernel's frame (:func:`bvh.borrow.frame_array`):
+    handed to the walk on every ray, a heap array would have its references
+    counted each time."""
+    return _stack_first(), _stack_count(), _stack_t()
 
 
 def _slab_vector(context, builder, data, offsets, values):

@@ -54,6 +54,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
+from .borrow import borrowed
 from .leaf_tests import triangle_edges
 from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH
 from .shapes import BOX, MESH, SPHERE
@@ -437,6 +438,7 @@ def _winding(nodes, links, tris, root, px, py, pz, i, out, stack_first, stack_co
 
 @jit
 def _mesh_block(nodes, links, tris, dipoles, offset, points, start, end, omega, winding):
+    nodes, links, tris, offset, points = borrowed((nodes, links, tris, offset, points))
     stack_first, stack_count, stack_t = new_stack()
     # Addresses, not arrays: see _visit_dipoles. The caller holds the arrays.
     out = (dipoles.ctypes.data, omega.ctypes.data)
@@ -516,6 +518,7 @@ _top_walk = make_traversal(_object_leaf, point_setup, visit_point)
 
 @jit
 def _scene_block(scene, dipoles, points, start, end, omega, wraps, objects):
+    scene, points, wraps, objects = borrowed((scene, points, wraps, objects))
     top_first, top_count, top_t = new_stack()
     stack_first, stack_count, stack_t = new_stack()
     out = (scene.enabled, scene.kind, scene.mesh_of, scene.inverse, scene.mesh_root, scene.nodes, scene.links,
