@@ -74,11 +74,12 @@ import numpy as np
 from numba import prange
 
 from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
-from .borrow import borrowed, frame_array
+from .borrow import borrowed
 from .closest_point import _mapped
-from .leaf_tests import HIT_NORMAL, HIT_OBJECT, HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V
-from .scene_kernels import _closest_mesh_leaf, _closest_shape_leaf, _finish_closest
-from .traversal import (make_instance_walk, new_stack, object_point_setup, object_ray_setup, point_setup, ray_setup,
+from .leaf_tests import HIT_T
+from .scene_kernels import (_closest_mesh_leaf, _closest_shape_leaf, _finish_closest, _hit_record, _keep_hit,
+                            _start_hit)
+from .traversal import (make_instance_step, new_stack, object_point_setup, object_ray_setup, point_setup, ray_setup,
                         visit_swept)
 
 #: Kinds of tree a walk is in, told by the setups (``consts[16]``).
@@ -101,8 +102,6 @@ PARALLEL_SINE2 = 1.0e-14
 #: to the ray's world origin, and ``tol(t*)``.
 LP_T, LP_D2, LP_OBJECT, LP_INDEX, LP_S, LP_KIND, LP_POINT, LP_TOL = 0, 1, 2, 3, 4, 5, 6, 9
 LP_RECORD = 10
-
-_hit_record = frame_array(HIT_RECORD, np.float64)
 
 
 class LinePointArrays(NamedTuple):
@@ -400,7 +399,7 @@ def _pick_shape_leaf(kind, shape_data, start, consts, window, tmax, ray, out, ob
     return _walk_limit(out, window), False
 
 
-_pick_walk = make_instance_walk(_pick_tree_leaf, _pick_shape_leaf, pick_setup, object_pick_setup, visit_tolerance)
+_pick_step = make_instance_step(_pick_tree_leaf, _pick_shape_leaf, pick_setup, object_pick_setup, visit_tolerance)
 
 
 # ------------------------------------------------------------------ kernel
@@ -423,13 +422,30 @@ def _line_wins(record, t_surface, normal, i, dx, dy, dz):
     return depth >= -record[LP_TOL]
 
 
+@jit_inline
+def _start_pick(hit, record, tmin, tmax, tolerances, box, origins, directions, i):
+    """Ray ``i``'s records emptied; its window (:func:`_window`) and constants."""
+    _start_hit(hit)
+    record[LP_T] = np.inf
+    record[LP_OBJECT] = -1.0
+    record[LP_KIND] = -1.0
+    ox, oy, oz = origins[i, 0], origins[i, 1], origins[i, 2]
+    dx, dy, dz = directions[i, 0], directions[i, 1], directions[i, 2]
+    window = _window(tmin, tmax, tolerances[i, 0], tolerances[i, 1], tolerances[i, 2], tolerances[i, 3], box, ox, oy,
+                     oz, dx, dy, dz)
+    return window, pick_setup(ox, oy, oz, dx, dy, dz)
+
+
 @jit
 def _pick_block(scene, lp, alpha, origins, directions, tolerances, box, tmin, tmax, cull, start, end, hit_object, hit_row,
                 hit_t, hit_u, hit_v, hit_normal, records, out_object, out_mesh, out_triangle, t, u, v, point, normal,
                 front_face, primitive, out_set, segment, s, point_index, distance):
+    if start >= end:
+        return
     scene, lp, alpha, origins, directions, tolerances, box, records = borrowed(
         (scene, lp, alpha, origins, directions, tolerances, box, records))
-    stack_first, stack_count, stack_t = new_stack()
+    hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal = borrowed(
+        (hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal))
     top_nodes = (scene.top_nodes, scene.top_nodes)
     top_links = (scene.top_links, scene.top_links)
     nodes = (scene.nodes, lp.nodes)
@@ -438,29 +454,54 @@ def _pick_block(scene, lp, alpha, origins, directions, tolerances, box, tmin, tm
     inverse = (lp.inverse, lp.tree_kind)
     top_order, enabled, walk_kind, tree_of, roots = scene.top_order, lp.enabled, lp.walk_kind, lp.tree_of, lp.roots
     shape_start, shape_data = scene.shape_start, scene.shape_data
-    hit = _hit_record()
-    for i in range(start, end):
-        record = records[i]
-        out = (hit, cull, alpha, record)
-        hit[HIT_T] = np.inf
-        hit[HIT_ROW] = -1.0
-        hit[HIT_OBJECT] = -1.0
-        record[LP_T] = np.inf
-        record[LP_OBJECT] = -1.0
-        record[LP_KIND] = -1.0
-        window = _window(tmin, tmax, tolerances[i, 0], tolerances[i, 1], tolerances[i, 2], tolerances[i, 3], box,
-                         origins[i, 0], origins[i, 1], origins[i, 2], directions[i, 0], directions[i, 1],
-                         directions[i, 2])
-        _pick_walk(top_nodes, top_links, top_order, enabled, walk_kind, tree_of, inverse, roots, nodes, links,
-                   geometry, shape_start, shape_data, origins, directions, window, tmax, i, out, stack_first,
-                   stack_count, stack_t)
-        hit_object[i] = np.int32(hit[HIT_OBJECT])
-        hit_row[i] = np.int32(hit[HIT_ROW])
-        hit_t[i] = hit[HIT_T]
-        hit_u[i] = hit[HIT_U]
-        hit_v[i] = hit[HIT_V]
-        for c in range(3):
-            hit_normal[i, c] = hit[HIT_NORMAL + c]
+    # Two rays in turns, a step each, as the closest-hit block walks them
+    # (bvh.scene_kernels._closest_block).
+    first_a, count_a, t_a = new_stack()
+    first_b, count_b, t_b = new_stack()
+    hit_a = _hit_record()
+    hit_b = _hit_record()
+    ray_a = start
+    out_a = (hit_a, cull, alpha, records[ray_a])
+    window_a, consts_a = _start_pick(hit_a, out_a[3], tmin, tmax, tolerances, box, origins, directions, ray_a)
+    node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, busy_a = 0, 0, 0, -1, -1, tmax, True
+    ray_b = min(start + 1, end - 1)
+    out_b = (hit_b, cull, alpha, records[ray_b])
+    window_b, consts_b = _start_pick(hit_b, out_b[3], tmin, tmax, tolerances, box, origins, directions, ray_b)
+    node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, busy_b = 0, 0, 0, -1, -1, tmax, start + 1 < end
+    next_ray = start + 2
+    while busy_a or busy_b:
+        if busy_a:
+            consts_a, node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, done = _pick_step(
+                top_nodes, top_links, top_order, enabled, walk_kind, tree_of, inverse, roots, nodes, links, geometry,
+                shape_start, shape_data, origins, directions, window_a, ray_a, out_a, first_a, count_a, t_a,
+                consts_a, node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a)
+            if done:
+                _keep_hit(hit_a, ray_a, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
+                if next_ray < end:
+                    ray_a = next_ray
+                    next_ray += 1
+                    out_a = (hit_a, cull, alpha, records[ray_a])
+                    window_a, consts_a = _start_pick(hit_a, out_a[3], tmin, tmax, tolerances, box, origins,
+                                                     directions, ray_a)
+                    node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a = 0, 0, 0, -1, -1, tmax
+                else:
+                    busy_a = False
+        if busy_b:
+            consts_b, node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, done = _pick_step(
+                top_nodes, top_links, top_order, enabled, walk_kind, tree_of, inverse, roots, nodes, links, geometry,
+                shape_start, shape_data, origins, directions, window_b, ray_b, out_b, first_b, count_b, t_b,
+                consts_b, node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b)
+            if done:
+                _keep_hit(hit_b, ray_b, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
+                if next_ray < end:
+                    ray_b = next_ray
+                    next_ray += 1
+                    out_b = (hit_b, cull, alpha, records[ray_b])
+                    window_b, consts_b = _start_pick(hit_b, out_b[3], tmin, tmax, tolerances, box, origins,
+                                                     directions, ray_b)
+                    node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b = 0, 0, 0, -1, -1, tmax
+                else:
+                    busy_b = False
     _finish_closest(start, end, scene.kind, scene.mesh_of, scene.inverse, scene.tris, scene.face_index, origins,
                     directions, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh,
                     out_triangle, t, u, v, point, normal, front_face)

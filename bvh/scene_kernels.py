@@ -25,7 +25,7 @@ from .borrow import borrowed, frame_array
 from .alpha import any_hit_leaf_alpha, closest_hit_leaf_alpha, collect_hits_leaf_alpha, count_hits_leaf_alpha
 from .leaf_tests import HIT_NORMAL, HIT_OBJECT, HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V, triangle_edges
 from .shapes import MESH, NO_HIT, next_after, shape_hit
-from .traversal import make_instance_walk, new_stack, object_ray
+from .traversal import make_instance_step, make_instance_walk, new_stack, object_ray, ray_setup
 
 
 class SceneArrays(NamedTuple):
@@ -198,7 +198,7 @@ def _collect_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, o
     return tmax, False
 
 
-_closest_walk = make_instance_walk(_closest_mesh_leaf, _closest_shape_leaf)
+_closest_step = make_instance_step(_closest_mesh_leaf, _closest_shape_leaf)
 _any_walk = make_instance_walk(_any_mesh_leaf, _any_shape_leaf)
 _count_walk = make_instance_walk(_count_mesh_leaf, _count_shape_leaf)
 _collect_walk = make_instance_walk(_collect_mesh_leaf, _collect_shape_leaf)
@@ -269,31 +269,89 @@ def _finish_closest(start, end, kind, mesh_of, inverse, tris, face_index, origin
         front_face[i] = wx * directions[i, 0] + wy * directions[i, 1] + wz * directions[i, 2] < 0.0
 
 
+@jit_inline
+def _start_hit(hit):
+    hit[HIT_T] = np.inf
+    hit[HIT_ROW] = -1.0
+    hit[HIT_OBJECT] = -1.0
+
+
+@jit_inline
+def _keep_hit(hit, i, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal):
+    hit_object[i] = np.int32(hit[HIT_OBJECT])
+    hit_row[i] = np.int32(hit[HIT_ROW])
+    hit_t[i] = hit[HIT_T]
+    hit_u[i] = hit[HIT_U]
+    hit_v[i] = hit[HIT_V]
+    for c in range(3):
+        hit_normal[i, c] = hit[HIT_NORMAL + c]
+
+
 @jit
 def _closest_block(scene, alpha, origins, directions, tmin, tmax, cull, start, end, hit_object, hit_row, hit_t, hit_u,
                    hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face):
+    if start >= end:
+        return
     scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
-    stack_first, stack_count, stack_t = new_stack()
+    hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal = borrowed(
+        (hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal))
     top_nodes, top_links, top_order, enabled = scene.top_nodes, scene.top_links, scene.top_order, scene.enabled
     kind, mesh_of, inverse, mesh_root = scene.kind, scene.mesh_of, scene.inverse, scene.mesh_root
     nodes, links, tris, face_index = scene.nodes, scene.links, scene.tris, scene.face_index
     shape_start, shape_data = scene.shape_start, scene.shape_data
-    hit = _hit_record()
-    out = (hit, cull, alpha)
-    for i in range(start, end):
-        hit[HIT_T] = np.inf
-        hit[HIT_ROW] = -1.0
-        hit[HIT_OBJECT] = -1.0
-        _closest_walk(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links,
-                      tris, shape_start, shape_data, origins, directions, tmin, tmax, i, out, stack_first,
-                      stack_count, stack_t)
-        hit_object[i] = np.int32(hit[HIT_OBJECT])
-        hit_row[i] = np.int32(hit[HIT_ROW])
-        hit_t[i] = hit[HIT_T]
-        hit_u[i] = hit[HIT_U]
-        hit_v[i] = hit[HIT_V]
-        for c in range(3):
-            hit_normal[i, c] = hit[HIT_NORMAL + c]
+    # Two rays, a and b, walk in turns, a step each, as bvh.kernels'
+    # closest-hit block does on a bare mesh: one ray's walk is a chain of
+    # dependent loads, and the other's step overlaps it.
+    first_a, count_a, t_a = new_stack()
+    first_b, count_b, t_b = new_stack()
+    hit_a = _hit_record()
+    hit_b = _hit_record()
+    out_a = (hit_a, cull, alpha)
+    out_b = (hit_b, cull, alpha)
+    ray_a = start
+    _start_hit(hit_a)
+    consts_a = ray_setup(origins[ray_a, 0], origins[ray_a, 1], origins[ray_a, 2], directions[ray_a, 0],
+                         directions[ray_a, 1], directions[ray_a, 2])
+    node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, busy_a = 0, 0, 0, -1, -1, tmax, True
+    ray_b = min(start + 1, end - 1)
+    _start_hit(hit_b)
+    consts_b = ray_setup(origins[ray_b, 0], origins[ray_b, 1], origins[ray_b, 2], directions[ray_b, 0],
+                         directions[ray_b, 1], directions[ray_b, 2])
+    node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, busy_b = 0, 0, 0, -1, -1, tmax, start + 1 < end
+    next_ray = start + 2
+    while busy_a or busy_b:
+        if busy_a:
+            consts_a, node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, done = _closest_step(
+                top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
+                shape_start, shape_data, origins, directions, tmin, ray_a, out_a, first_a, count_a, t_a, consts_a,
+                node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a)
+            if done:
+                _keep_hit(hit_a, ray_a, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
+                if next_ray < end:
+                    ray_a = next_ray
+                    next_ray += 1
+                    _start_hit(hit_a)
+                    consts_a = ray_setup(origins[ray_a, 0], origins[ray_a, 1], origins[ray_a, 2],
+                                         directions[ray_a, 0], directions[ray_a, 1], directions[ray_a, 2])
+                    node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a = 0, 0, 0, -1, -1, tmax
+                else:
+                    busy_a = False
+        if busy_b:
+            consts_b, node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, done = _closest_step(
+                top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
+                shape_start, shape_data, origins, directions, tmin, ray_b, out_b, first_b, count_b, t_b, consts_b,
+                node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b)
+            if done:
+                _keep_hit(hit_b, ray_b, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
+                if next_ray < end:
+                    ray_b = next_ray
+                    next_ray += 1
+                    _start_hit(hit_b)
+                    consts_b = ray_setup(origins[ray_b, 0], origins[ray_b, 1], origins[ray_b, 2],
+                                         directions[ray_b, 0], directions[ray_b, 1], directions[ray_b, 2])
+                    node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b = 0, 0, 0, -1, -1, tmax
+                else:
+                    busy_b = False
     # A second pass, as in bvh.kernels: inside the walk's loop the outputs
     # would crowd the registers the walk needs.
     _finish_closest(start, end, kind, mesh_of, inverse, tris, face_index, origins, directions, hit_object, hit_row,

@@ -612,6 +612,62 @@ def object_ray_setup(inverse, o, ox, oy, oz, dx, dy, dz):
     return ray_setup(lox, loy, loz, ldx, ldy, ldz)
 
 
+def make_instance_step(mesh_leaf, shape_leaf, setup=ray_setup, object_setup=object_ray_setup, visit=visit_node):
+    """One step of a walk of one world query through a two-level scene,
+    specialised to its leaf tests and its kind of query (see
+    :func:`make_instance_walk`, the loop of these steps). A caller may run
+    the steps of several queries in turns (``scene_kernels._closest_block``).
+
+    The state of a walk is ``(consts, first, count, sp, mark, obj, tmax)``:
+    the query's constants in the space of the tree it is in, the node or
+    leaf to visit next, the stack depth, ``mark`` (-1 on the top level, else
+    the depth at which the walk entered object ``obj``) and the far limit.
+    The step takes the scene's arrays as the walk does; borrowed
+    (:mod:`bvh.borrow`), they cost no reference counting per step.
+    Returns the next state and whether the walk is over.
+    """
+
+    @jit_inline
+    def step(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
+             shape_start, shape_data, origins, directions, tmin, ray, out, stack_first, stack_count, stack_t,
+             consts, first, count, sp, mark, obj, tmax):
+        if count > 0:
+            if mark >= 0:
+                tmax, stop = mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj)
+                if stop:
+                    return consts, first, count, sp, mark, obj, tmax, True
+            else:
+                o = top_order[np.uint64(first)]
+                if enabled[o]:
+                    local = object_setup(inverse, o, origins[ray, 0], origins[ray, 1], origins[ray, 2],
+                                         directions[ray, 0], directions[ray, 1], directions[ray, 2])
+                    if kind[o] == MESH:
+                        return local, mesh_root[mesh_of[o]], 0, sp, sp, o, tmax, False
+                    tmax, stop = shape_leaf(kind[o], shape_data, shape_start[o], local, tmin, tmax, ray, out, o)
+                    if stop:
+                        return consts, first, count, sp, mark, obj, tmax, True
+        else:
+            if mark >= 0:
+                sp, child_first, child_count, found = visit(nodes, links, consts, tmin, tmax, first, sp,
+                                                            stack_first, stack_count, stack_t, ray, out)
+            else:
+                sp, child_first, child_count, found = visit(top_nodes, top_links, consts, tmin, tmax, first, sp,
+                                                            stack_first, stack_count, stack_t, ray, out)
+            if found:
+                return consts, child_first, child_count, sp, mark, obj, tmax, False
+        while sp > 0:
+            sp -= 1
+            if sp < mark:
+                mark = -1
+                consts = setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0],
+                               directions[ray, 1], directions[ray, 2])
+            if stack_t[np.uint64(sp)] <= tmax:
+                return consts, stack_first[np.uint64(sp)], stack_count[np.uint64(sp)], sp, mark, obj, tmax, False
+        return consts, first, count, sp, mark, obj, tmax, True
+
+    return step
+
+
 def make_instance_walk(mesh_leaf, shape_leaf, setup=ray_setup, object_setup=object_ray_setup, visit=visit_node):
     """A whole walk of one world query through a two-level scene, specialised
     to its leaf tests and its kind of query.
@@ -639,11 +695,10 @@ def make_instance_walk(mesh_leaf, shape_leaf, setup=ray_setup, object_setup=obje
     tmax, ray, out, obj)`` tests an analytic shape (:mod:`bvh.shapes`) in
     object space. Both return ``(tmax, stop)``.
 
-    The loop is written out here rather than as a step function the way
-    :func:`make_step` is: inlined into a loop, a step taking the scene's
-    fifteen arrays made numba count references to each of them on every
-    node (measured: a third of a bare mesh's rate on a one-object scene).
+    The walk is a loop of :func:`make_instance_step`'s steps; a caller may
+    run the steps of two queries in turns instead.
     """
+    step = make_instance_step(mesh_leaf, shape_leaf, setup, object_setup, visit)
 
     @jit_inline
     def walk(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
@@ -654,49 +709,13 @@ def make_instance_walk(mesh_leaf, shape_leaf, setup=ray_setup, object_setup=obje
         of ``STACK_SIZE`` entries. Returns the final ``tmax``."""
         consts = setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0], directions[ray, 1],
                        directions[ray, 2])
-        # (first, count): the node or leaf to visit; mark: -1 on the top
-        # level, else the stack depth at which the walk entered object obj.
         first, count, sp, mark, obj = 0, 0, 0, -1, -1
-        while True:
-            if count > 0:
-                if mark >= 0:
-                    tmax, stop = mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj)
-                    if stop:
-                        return tmax
-                else:
-                    o = top_order[np.uint64(first)]
-                    if enabled[o]:
-                        local = object_setup(inverse, o, origins[ray, 0], origins[ray, 1], origins[ray, 2],
-                                             directions[ray, 0], directions[ray, 1], directions[ray, 2])
-                        if kind[o] == MESH:
-                            consts = local
-                            first, count, mark, obj = mesh_root[mesh_of[o]], 0, sp, o
-                            continue
-                        tmax, stop = shape_leaf(kind[o], shape_data, shape_start[o], local, tmin, tmax, ray, out, o)
-                        if stop:
-                            return tmax
-            else:
-                if mark >= 0:
-                    sp, child_first, child_count, found = visit(nodes, links, consts, tmin, tmax, first, sp,
-                                                                stack_first, stack_count, stack_t, ray, out)
-                else:
-                    sp, child_first, child_count, found = visit(top_nodes, top_links, consts, tmin, tmax, first, sp,
-                                                                stack_first, stack_count, stack_t, ray, out)
-                if found:
-                    first, count = child_first, child_count
-                    continue
-            found = False
-            while sp > 0:
-                sp -= 1
-                if sp < mark:
-                    mark = -1
-                    consts = setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0],
-                                   directions[ray, 1], directions[ray, 2])
-                if stack_t[np.uint64(sp)] <= tmax:
-                    first, count = stack_first[np.uint64(sp)], stack_count[np.uint64(sp)]
-                    found = True
-                    break
-            if not found:
-                return tmax
+        done = False
+        while not done:
+            consts, first, count, sp, mark, obj, tmax, done = step(
+                top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
+                shape_start, shape_data, origins, directions, tmin, ray, out, stack_first, stack_count, stack_t,
+                consts, first, count, sp, mark, obj, tmax)
+        return tmax
 
     return walk
