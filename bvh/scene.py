@@ -413,19 +413,19 @@ def _surface_kinds(objects: np.ndarray, meshes: np.ndarray) -> tuple:
     return (primitive, none[0], none[1], np.full(n, np.nan), none[2], np.where(missed, np.nan, 0.0))
 
 
-def _check_tolerances(n: int, line_tolerance, line_slope, point_tolerance, point_slope) -> np.ndarray:
-    """(N, 4) float64: each ray's line tolerance, line slope, point tolerance
-    and point slope, each given as one number or one per ray, finite and
-    ``>= 0``; a slope below 1 (a cone of half angle under 45 degrees)."""
+def _check_tolerances(n: int, line_tolerance, line_slope, point_tolerance, point_slope) -> np.ndarray | tuple:
+    """Each ray's line tolerance, line slope, point tolerance and point
+    slope, each given as one number or one per ray, finite and ``>= 0``; a
+    slope below 1 (a cone of half angle under 45 degrees). Returns the four
+    numbers as a tuple when each is one number (:func:`_tolerance_rows` makes
+    the rows only if a pick needs them), else an (N, 4) float64 array."""
     named = (("line_tolerance", line_tolerance), ("line_slope", line_slope),
              ("point_tolerance", point_tolerance), ("point_slope", point_slope))
     if all(type(value) in (float, int) and 0.0 <= value < float("inf") and (value < 1.0 or not name.endswith("slope"))
            for name, value in named):
         # Plain valid numbers, as every pick without a per-ray tolerance has:
         # checked without numpy, whose per-call costs were most of a one-ray pick.
-        tolerances = np.empty((n, 4))
-        tolerances[:] = (line_tolerance, line_slope, point_tolerance, point_slope)
-        return tolerances
+        return (line_tolerance, line_slope, point_tolerance, point_slope)
     columns = []
     for name, value in named:
         array = real_array(name, value).astype(np.float64)
@@ -437,6 +437,15 @@ def _check_tolerances(n: int, line_tolerance, line_slope, point_tolerance, point
             raise ValueError(f"{name} must be below 1 (a cone of half angle under 45 degrees)")
         columns.append(np.broadcast_to(array, (n,)))
     return np.ascontiguousarray(np.stack(columns, axis=1)) if n else np.zeros((0, 4))
+
+
+def _tolerance_rows(n: int, tolerances) -> np.ndarray:
+    """(N, 4) float64 rows of :func:`_check_tolerances`' answer."""
+    if type(tolerances) is not tuple:
+        return tolerances
+    rows = np.empty((n, 4))
+    rows[:] = tolerances
+    return rows
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -1807,9 +1816,9 @@ class Scene:
         front_face = np.empty(n, np.bool_)
         primitive = np.empty(n, np.int8)
         kernel = lines_points.pick_serial if n <= SERIAL_BATCH else lines_points.pick_parallel
-        kernel(snap.arrays, lp, alpha, origins, directions, tolerances, box, tmin, min(tmax, FAR),
-               bool(cull_backfaces), out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face, primitive, out_set, segment,
-               s, point_index, distance)
+        kernel(snap.arrays, lp, alpha, origins, directions, _tolerance_rows(n, tolerances), box, tmin,
+               min(tmax, FAR), bool(cull_backfaces), out_object, out_mesh, out_triangle, t, u, v, point, normal,
+               front_face, primitive, out_set, segment, s, point_index, distance)
         shading_normal, uv = self._interpolate(snap, out_object, out_mesh, out_triangle, u, v, normal)
         return SceneHits(out_object, out_mesh, out_triangle, t, u, v, point, normal, shading_normal, uv, front_face,
                          primitive, out_set, segment, s, point_index, distance)
