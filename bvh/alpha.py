@@ -48,7 +48,7 @@ array of every mask, and its wrap modes.
 import math
 import numpy as np
 
-from ._jit import jit_inline
+from ._jit import jit, jit_inline
 from .leaf_tests import HIT_ROW, HIT_T, HIT_U, HIT_V, NO_HIT, moller_trumbore
 
 #: ``alphaMode`` codes of the material table (OPAQUE faces are never tested).
@@ -116,7 +116,7 @@ def texel_index(coordinate, size, mode):
     return wrap_texel(np.int64(math.floor(scaled)), np.int64(size), np.int64(mode))
 
 
-@jit_inline
+@jit
 def hit_alpha(faces, materials, texels, j, m, u, v):
     """The alpha of a hit at barycentrics ``(u, v)`` (clamped into the
     triangle here) on alpha face ``j`` of material ``m`` (see the module

@@ -199,6 +199,7 @@ def _collect_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, o
 
 
 _closest_step = make_instance_step(_closest_mesh_leaf, _closest_shape_leaf)
+_closest_walk = make_instance_walk(_closest_mesh_leaf, _closest_shape_leaf)
 _any_walk = make_instance_walk(_any_mesh_leaf, _any_shape_leaf)
 _count_walk = make_instance_walk(_count_mesh_leaf, _count_shape_leaf)
 _collect_walk = make_instance_walk(_collect_mesh_leaf, _collect_shape_leaf)
@@ -362,13 +363,29 @@ def _closest_block(scene, alpha, origins, directions, tmin, tmax, cull, start, e
 @jit
 def closest_hits_serial(scene, alpha, origins, directions, tmin, tmax, cull, out_object, out_mesh, out_triangle, t,
                         u, v, point, normal, front_face):
+    """:func:`closest_hits_parallel` on the calling thread for the few rays of
+    a click, one ray at a time: two rays in turns would double the code a
+    first start compiles before it answers, for rays too few to gain."""
     # The raw-hit scratch is allocated here, not by the caller: for the few
     # rays of a click, each array passed in costs more in numba's argument
     # dispatch and numpy's allocation than the kernel's own allocation.
     n = origins.shape[0]
-    _closest_block(scene, alpha, origins, directions, tmin, tmax, cull, 0, n, np.empty(n, np.int32),
-                   np.empty(n, np.int32), np.empty(n), np.empty(n), np.empty(n), np.empty((n, 3)),
-                   out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face)
+    hit_object, hit_row = np.empty(n, np.int32), np.empty(n, np.int32)
+    hit_t, hit_u, hit_v, hit_normal = np.empty(n), np.empty(n), np.empty(n), np.empty((n, 3))
+    stack_first, stack_count, stack_t = new_stack()
+    hit = _hit_record()
+    out = (hit, cull, borrowed(alpha))
+    walked = borrowed((scene, origins, directions))
+    scene = walked[0]
+    for i in range(n):
+        _start_hit(hit)
+        _closest_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
+                      scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
+                      scene.shape_data, walked[1], walked[2], tmin, tmax, i, out, stack_first, stack_count, stack_t)
+        _keep_hit(hit, i, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
+    _finish_closest(0, n, scene.kind, scene.mesh_of, scene.inverse, scene.tris, scene.face_index, origins, directions,
+                    hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v,
+                    point, normal, front_face)
 
 
 @jit_parallel

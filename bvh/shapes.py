@@ -19,7 +19,7 @@ into one float64 row of the scene's ``shape_data``; for a polygon:
 
 import numpy as np
 
-from ._jit import FAR, jit_inline
+from ._jit import FAR, jit, jit_inline
 from .primitives.rays import PARALLEL_COS, _crossings, _plane_one, _slabs_one, _sphere_one, polygon_plane
 from .validation import real_array
 
@@ -90,7 +90,7 @@ def make_shape(kind: str, **params) -> tuple[int, np.ndarray, dict, np.ndarray]:
     return POLYGON, data, {"vertices": vertices.tolist()}, np.stack([vertices.min(axis=0), vertices.max(axis=0)])
 
 
-@jit_inline
+@jit
 def shape_hit(kind, data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull):
     """Nearest hit in ``[tmin, tmax]`` of an object-space ray with a shape.
 
