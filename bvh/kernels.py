@@ -145,7 +145,7 @@ def _closest_block(nodes, links, tris, face_index, offset, origins, directions, 
 def closest_hits_serial(nodes, links, tris, face_index, offset, origins, directions, tmin, tmax, cull,
                         rows, triangle, t, u, v, point, normal, front_face):
     _closest_block(nodes, links, tris, face_index, offset, origins, directions, tmin, tmax, cull,
-                   0, origins.shape[0], rows, triangle, t, u, v, point, normal, front_face)
+                   np.int64(0), origins.shape[0], rows, triangle, t, u, v, point, normal, front_face)
 
 
 @jit_parallel
@@ -174,7 +174,8 @@ def _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax,
 
 @jit
 def occluded_serial(nodes, links, tris, offset, origins, directions, tmin, tmax, occluded):
-    _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax, 0, origins.shape[0], occluded)
+    _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax, np.int64(0), origins.shape[0],
+                    occluded)
 
 
 @jit_parallel

@@ -415,7 +415,7 @@ def _occluded_block(scene, alpha, origins, directions, tmin, tmax, start, end, o
 
 @jit
 def occluded_serial(scene, alpha, origins, directions, tmin, tmax, occluded):
-    _occluded_block(scene, alpha, origins, directions, tmin, tmax, 0, origins.shape[0], occluded)
+    _occluded_block(scene, alpha, origins, directions, tmin, tmax, np.int64(0), origins.shape[0], occluded)
 
 
 @jit_parallel

@@ -450,7 +450,7 @@ def _mesh_block(nodes, links, tris, dipoles, offset, points, start, end, omega, 
 @jit
 def mesh_winding_serial(nodes, links, tris, dipoles, offset, points, omega, winding):
     """:func:`mesh_winding` on the calling thread, for a few points."""
-    _mesh_block(nodes, links, tris, dipoles, offset, points, 0, points.shape[0], omega, winding)
+    _mesh_block(nodes, links, tris, dipoles, offset, points, np.int64(0), points.shape[0], omega, winding)
 
 
 @jit_parallel
@@ -535,7 +535,7 @@ def _scene_block(scene, dipoles, points, start, end, omega, wraps, objects):
 @jit
 def scene_contains_serial(scene, dipoles, points, omega, wraps, objects):
     """:func:`scene_contains` on the calling thread, for a few points."""
-    _scene_block(scene, dipoles, points, 0, points.shape[0], omega, wraps, objects)
+    _scene_block(scene, dipoles, points, np.int64(0), points.shape[0], omega, wraps, objects)
 
 
 @jit_parallel
