@@ -21,8 +21,8 @@ import numpy as np
 from numba import prange
 
 from ._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
-from .borrow import borrowed, frame_array
 from .alpha import any_hit_leaf_alpha, closest_hit_leaf_alpha, collect_hits_leaf_alpha, count_hits_leaf_alpha
+from .borrow import borrowed, frame_array
 from .leaf_tests import HIT_NORMAL, HIT_OBJECT, HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V, triangle_edges
 from .shapes import MESH, NO_HIT, next_after, shape_hit
 from .traversal import make_instance_step, make_instance_walk, new_stack, object_ray, ray_setup
@@ -370,18 +370,17 @@ def closest_hits_serial(scene, alpha, origins, directions, tmin, tmax, cull, out
     # rays of a click, each array passed in costs more in numba's argument
     # dispatch and numpy's allocation than the kernel's own allocation.
     n = origins.shape[0]
+    scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
     hit_object, hit_row = np.empty(n, np.int32), np.empty(n, np.int32)
     hit_t, hit_u, hit_v, hit_normal = np.empty(n), np.empty(n), np.empty(n), np.empty((n, 3))
     stack_first, stack_count, stack_t = new_stack()
     hit = _hit_record()
-    out = (hit, cull, borrowed(alpha))
-    walked = borrowed((scene, origins, directions))
-    scene = walked[0]
+    out = (hit, cull, alpha)
     for i in range(n):
         _start_hit(hit)
         _closest_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
                       scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
-                      scene.shape_data, walked[1], walked[2], tmin, tmax, i, out, stack_first, stack_count, stack_t)
+                      scene.shape_data, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
         _keep_hit(hit, i, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
     _finish_closest(0, n, scene.kind, scene.mesh_of, scene.inverse, scene.tris, scene.face_index, origins, directions,
                     hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v,
