@@ -14,6 +14,16 @@ RECORD = np.dtype([("t", "<f4"), ("object", "<i4"), ("triangle", "<i4"), ("u", "
                    ("normal", "<f4", (3,))])
 assert RECORD.itemsize == 32
 
+#: The binary batch record with what was hit (``?records=primitive``): 44 bytes,
+#: :data:`RECORD` then int32 ``primitive`` (0 triangle, 1 shape, 2 segment, 3
+#: point, -1 miss), int32 ``index`` (the segment's or the point's index, else
+#: -1) and float32 ``s`` (the segment's parameter at the hit, else NaN).
+PRIMITIVE_RECORD = np.dtype(RECORD.descr + [("primitive", "<i4"), ("index", "<i4"), ("s", "<f4")])
+assert PRIMITIVE_RECORD.itemsize == 44
+
+#: The binary batch answers' layouts by the name a request gives (``records``).
+RECORD_LAYOUTS = {"surface": RECORD, "primitive": PRIMITIVE_RECORD}
+
 #: ``SceneHits.primitive``'s names, as answers give them.
 PRIMITIVES = ("triangle", "shape", "segment", "point")
 
@@ -317,13 +327,17 @@ def batch_columns(hits) -> dict:
     }
 
 
-def batch_records(hits) -> bytes:
-    """The binary batch answer: N records of :data:`RECORD`."""
-    records = np.empty(hits.object.shape[0], RECORD)
+def batch_records(hits, layout: np.dtype = RECORD) -> bytes:
+    """The binary batch answer: N records of ``layout`` (:data:`RECORD_LAYOUTS`)."""
+    records = np.empty(hits.object.shape[0], layout)
     records["t"] = hits.t
     records["object"] = hits.object
     records["triangle"] = hits.triangle
     records["u"] = hits.u
     records["v"] = hits.v
     records["normal"] = hits.normal
+    if layout is PRIMITIVE_RECORD:
+        records["primitive"] = hits.primitive
+        records["index"] = np.where(hits.segment >= 0, hits.segment, hits.point_index)
+        records["s"] = hits.s
     return records.tobytes()

@@ -112,9 +112,9 @@ def binary_closest(points: int) -> int:
     return points * CLOSEST_RECORD_BYTES
 
 
-def binary_batch(rays: int) -> int:
-    """The binary batch answer of ``rays`` rays."""
-    return rays * BINARY_RECORD_BYTES
+def binary_batch(rays: int, record_bytes: int = BINARY_RECORD_BYTES) -> int:
+    """The binary batch answer of ``rays`` rays of ``record_bytes`` each (32, or 44 with the primitive)."""
+    return rays * record_bytes
 
 
 def all_hits(hits: int, view: SceneView) -> int:

@@ -798,6 +798,9 @@ class BatchOptionsMessage(PickOptions):
 
     type: Literal["batch_options"]
     id: MessageId = None
+    records: Literal["surface", "primitive"] = Field(
+        "surface", description="the answers' records: `surface`, 32 bytes each; `primitive`, 44 bytes each, "
+                               "with what was hit (see `records` of POST /scenes/{id}/pick/batch)")
 
 
 class BatchOptionsOut(BaseModel):
@@ -813,6 +816,7 @@ class BatchOptionsOut(BaseModel):
     alpha_cutoff: float
     line_tolerance: float
     point_tolerance: float
+    records: Literal["surface", "primitive"]
 
 
 class HelloMessage(BaseModel):

@@ -4,7 +4,7 @@ tolerances (``/pick``, ``/pick/batch``, ``/pick/camera``), the answers' fields, 
 import numpy as np
 import pytest
 
-from service.picking import RECORD
+from service.picking import PRIMITIVE_RECORD, RECORD
 
 #: A floor at z = 0 ([-1, 1]^2), a polyline along x at z = 0.5, a point above the floor.
 OBJ = (b"v -1 -1 0\nv 1 -1 0\nv 1 1 0\nv -1 1 0\nf 1 2 3\nf 1 3 4\n"
@@ -105,3 +105,47 @@ def test_binary_batch_takes_tolerances_in_the_query(client):
     assert np.isnan(records[1]["normal"]).all()
     refused = client.post(f"/scenes/{scene}/pick/batch?line_tolerance=0.1", json={"origins": [], "directions": []})
     assert refused.status_code == 422 and "binary form" in refused.text
+
+
+def binary_batch(client, scene, rays, query=""):
+    response = client.post(f"/scenes/{scene}/pick/batch{query}", content=np.asarray(rays, "<f4").tobytes(),
+                           headers={"content-type": "application/octet-stream"})
+    assert response.status_code == 200, response.text
+    return response.content
+
+
+def test_binary_batch_records_say_what_was_hit(client):
+    trimesh = pytest.importorskip("trimesh")
+    wire = upload(client, "wire.obj", OBJ)
+    # A segment (index 1, half way along), the floor, a miss.
+    rays = [[0.5, 0.01, 2, 0, 0, -1], [0.5, 0.5, 2, 0, 0, -1], [5, 5, 2, 0, 0, -1]]
+    query = "?line_tolerance=0.02&records=primitive"
+    answer = binary_batch(client, wire, rays, query)
+    assert len(answer) == 3 * 44
+    records = np.frombuffer(answer, PRIMITIVE_RECORD)
+    assert records["primitive"].tolist() == [2, 0, -1]
+    assert records["index"].tolist() == [1, -1, -1]
+    assert records["s"][0] == pytest.approx(0.5) and np.isnan(records["s"][1:]).all()
+    assert records["object"][0] >= 0 and records["triangle"][0] == -1 and records["t"][0] == pytest.approx(1.5)
+    # The first 32 bytes of each record are the surface record, as without records=primitive.
+    surface = np.frombuffer(binary_batch(client, wire, rays, "?line_tolerance=0.02"), RECORD)
+    assert np.frombuffer(answer, np.uint8).reshape(3, 44)[:, :32].tobytes() == surface.tobytes()
+    assert binary_batch(client, wire, rays, "?line_tolerance=0.02&records=surface") == surface.tobytes()
+    # A point's record carries its index.
+    points = np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0], [-0.5, 0.2, 0.0]])
+    cloud = upload(client, "cloud.ply", trimesh.PointCloud(points).export(file_type="ply"))
+    records = np.frombuffer(binary_batch(client, cloud, [[0.5, 0.5, 3, 0, 0, -1]], "?point_tolerance=0.01"
+                                                                                      "&records=primitive"),
+                            PRIMITIVE_RECORD)
+    assert records["primitive"].tolist() == [3] and records["index"].tolist() == [1]
+    assert records["t"][0] == pytest.approx(3.0) and np.isnan(records["s"][0])
+
+
+def test_binary_batch_record_layout_refusals(client):
+    wire = upload(client, "wire.obj", OBJ)
+    rays = np.array([[0.5, 0.01, 2, 0, 0, -1]], "<f4").tobytes()
+    refused = client.post(f"/scenes/{wire}/pick/batch?records=wide", content=rays,
+                          headers={"content-type": "application/octet-stream"})
+    assert refused.status_code == 422 and "records" in refused.text and "primitive" in refused.text
+    refused = client.post(f"/scenes/{wire}/pick/batch?records=primitive", json={"origins": [], "directions": []})
+    assert refused.status_code == 422 and "query options (records) are for the binary form" in refused.text

@@ -24,7 +24,7 @@ from websockets.sync.client import connect
 
 from service.__main__ import websocket_options
 from service.live import KEEP_EVENTS, RESYNC, Subscriber, Window
-from service.picking import RECORD
+from service.picking import PRIMITIVE_RECORD, RECORD
 from service.settings import Settings
 from tests.conftest import TRIANGLE
 
@@ -317,9 +317,20 @@ def test_binary_batches_answer_what_the_http_binary_batch_does(server, scene):
         send(ws, {"type": "batch_options", "id": "o", "tmin": 1.5, "exclude": [1]})
         assert receive(ws) == {"type": "batch_options", "id": "o", "result": {
             "tmin": 1.5, "tmax": None, "cull_backfaces": False, "mask": None, "objects": None, "exclude": [1],
-            "alpha_test": True, "alpha_cutoff": 0.5, "line_tolerance": 0.0, "point_tolerance": 0.0}}
+            "alpha_test": True, "alpha_cutoff": 0.5, "line_tolerance": 0.0, "point_tolerance": 0.0,
+            "records": "surface"}}
         ws.send(b"PKB1" + struct.pack("<I", 2) + RAYS.tobytes())
         assert receive(ws) == b"PKB1" + struct.pack("<I", 2) + narrowed.content
+        # 44-byte records with what was hit, as the HTTP route's records=primitive.
+        primitive = server.http.post(f"/scenes/{scene}/pick/batch?tmin=1.5&exclude=1&records=primitive",
+                                     content=RAYS.tobytes(), headers={"content-type": "application/octet-stream"})
+        assert len(primitive.content) == 44 * RAYS.shape[0]
+        send(ws, {"type": "batch_options", "id": "p", "tmin": 1.5, "exclude": [1], "records": "primitive"})
+        assert receive(ws)["result"]["records"] == "primitive"
+        ws.send(b"PKB1" + struct.pack("<I", 3) + RAYS.tobytes())
+        assert receive(ws) == b"PKB1" + struct.pack("<I", 3) + primitive.content
+        records = np.frombuffer(primitive.content, PRIMITIVE_RECORD)
+        assert records["primitive"].tolist() == [0 if hit else -1 for hit in records["object"] >= 0]
 
 
 @pytest.mark.parametrize("message,status,detail", [
@@ -336,6 +347,8 @@ def test_binary_batches_answer_what_the_http_binary_batch_does(server, scene):
      "no object 99"),
     ({"type": "pick", "id": 1, "origin": [0, 0, 1e31], "direction": [0, 0, -1]}, 422, "origins must lie within"),
     ({"type": "batch_options", "id": 1, "mask": -1}, 422, "mask: Input should be greater than or equal to 0"),
+    ({"type": "batch_options", "id": 1, "records": 44}, 422, "records: Input should be 'surface' or 'primitive', "
+                                                              "got 44"),
     ({"type": "edit", "id": 1}, 422, "objects: Field required"),
     ({"type": "jump", "id": 1}, 422, "unknown message type 'jump': send pick, edit or batch_options "
                                      "(binary frames are batch picks)"),

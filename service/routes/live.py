@@ -32,7 +32,7 @@ from ..errors import ClientError
 from ..live import KEEP_EVENTS, RESYNC, Subscriber
 from ..middleware import KEY_CHECKED
 from ..openapi import messages_doc
-from ..picking import RAY_BYTES
+from ..picking import RAY_BYTES, RECORD, RECORD_LAYOUTS
 from ..responses import JSON_OPTIONS
 from ..schemas import (AuthMessage, BatchOptionsAnswer, BatchOptionsMessage, EditAnswer, EditMessage, ErrorMessage,
                        ErrorOut, EventMessage, HelloMessage, PickAnswer, PickMessage, ResyncMessage)
@@ -86,15 +86,16 @@ request's `id` (any JSON scalar, optional, null when absent):
 - `{{"type": "edit", "id": ..., "objects": [<entries of the PATCH /scenes/{{id}}/objects body>]}}` →
   `{{"type": "edit", "id": ..., "result": <what that PATCH answers: {{"version", "count", "objects"}}>}}`
 - `{{"type": "batch_options", "id": ..., <tmin, tmax, cull_backfaces, mask, objects, exclude, alpha_test,
-  alpha_cutoff>}}` → `{{"type": "batch_options", "id": ..., "result": <the options now in force>}}`: the
-  options of the binary batches that follow on this connection (until the next such message; before any,
-  none are set).
+  alpha_cutoff, line_tolerance, point_tolerance, records>}}` → `{{"type": "batch_options", "id": ...,
+  "result": <the options now in force>}}`: the options of the binary batches that follow on this connection
+  (until the next such message; before any, none are set).
 
 **Binary batches** (binary frames): an {HEADER_BYTES}-byte header, the 4 bytes `{MAGIC.decode()}` and the
 request id as a little-endian uint32, then the rays of the binary `POST /scenes/{{id}}/pick/batch` body
 (N × {RAY_BYTES} bytes: ox, oy, oz, dx, dy, dz as little-endian float32). The answer is a binary frame: the
 same header, then N records of 32 bytes as that route answers (float32 t, int32 object, int32 triangle,
-float32 u, v, nx, ny, nz; a miss has object = triangle = -1).
+float32 u, v, nx, ny, nz; a miss has object = triangle = -1), or of 44 bytes after `"records": "primitive"`
+(the same, then int32 primitive, int32 index and float32 s, as that route's `records=primitive`).
 
 **Errors**: a refused message is answered `{{"type": "error", "id": ..., "status": <the HTTP status of the
 same refusal>, "detail": "..."}}` in its turn, and the connection stays open (a binary frame's id is its
@@ -179,7 +180,8 @@ class LiveSession:
         self.batch_window = DEFAULT_WINDOW
         self.batch_options = {"tmin": 0.0, "tmax": None, "cull_backfaces": False, "mask": None, "objects": None,
                               "exclude": None, "alpha_test": True, "alpha_cutoff": 0.5, "line_tolerance": 0.0,
-                              "point_tolerance": 0.0}
+                              "point_tolerance": 0.0, "records": "surface"}
+        self.batch_layout = RECORD
         # Answers and pushed events come from two tasks: one frame at a time.
         self.sending = asyncio.Lock()
 
@@ -369,6 +371,7 @@ class LiveSession:
         body = parse_json(BatchOptionsMessage, text)
         self.batch_window = window(body)
         self.batch_cull = body.cull_backfaces
+        self.batch_layout = RECORD_LAYOUTS[body.records]
         self.batch_options = body.model_dump(exclude={"type", "id"})
         return _dumps({"type": "batch_options", "id": ident, "result": self.batch_options})
 
@@ -394,10 +397,11 @@ class LiveSession:
             stored = await self.scene()
             rays = memoryview(data)[HEADER_BYTES:]
             check_binary_rays(len(rays), self.settings, f"the binary frame's rays (after its {HEADER_BYTES}-byte "
-                                                        "header)")
+                                                        "header)", self.batch_layout)
             count = len(rays) // RAY_BYTES
             self.metrics.count_rays(count)
-            records = await off_loop(count, binary_batch, stored, rays, self.batch_cull, self.batch_window)
+            records = await off_loop(count, binary_batch, stored, rays, self.batch_cull, self.batch_window,
+                                     self.batch_layout)
             return data[:HEADER_BYTES] + records
         except ClientError as error:
             return error_frame(ident, error.status_code, error.detail)

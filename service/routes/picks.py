@@ -7,7 +7,7 @@ release the GIL), so they never hold up other requests.
 """
 
 import math
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 import orjson
@@ -25,7 +25,8 @@ from ..direct_route import DirectRoute
 from ..errors import ClientError, client_errors
 from ..openapi import EXAMPLES, body_doc
 from .. import response_limits
-from ..picking import RAY_BYTES, all_hit_results, batch_columns, batch_records, results, single_result
+from ..picking import (RAY_BYTES, RECORD, RECORD_LAYOUTS, all_hit_results, batch_columns, batch_records, results,
+                       single_result)
 from ..responses import JSON_OPTIONS, JSONBytes
 from ..schemas import (AllHitsResult, BatchPickRequest, BatchPickResult, CameraPickRequest, CameraPickResults,
                        ErrorOut, MatrixCamera, PickOptions, PickRequest, PickResult)
@@ -173,14 +174,22 @@ async def off_loop(rays: int, function, *args):
 
 
 QUERY_OPTIONS = ("tmin", "tmax", "cull_backfaces", "mask", "objects", "exclude", "alpha_test", "alpha_cutoff",
-                 "line_tolerance", "point_tolerance")
+                 "line_tolerance", "point_tolerance", "records")
+
+#: The binary answer's record layouts by name (``service.picking.RECORD_LAYOUTS``).
+RecordLayout = Literal["surface", "primitive"]
+RECORDS_DOC = ("binary form only: `surface`, 32-byte records (float32 t, int32 object, int32 triangle, float32 u, "
+               "v, nx, ny, nz); `primitive`, 44-byte records, the same then int32 primitive (0 triangle, 1 shape, "
+               "2 segment, 3 point, -1 miss), int32 index (the segment's or the point's, else -1) and float32 s "
+               "(the segment's parameter at the hit, else NaN)")
 
 
 @router.post("/scenes/{scene_id}/pick/batch", response_model=BatchPickResult,
              responses={**ERRORS, 415: {"model": ErrorOut},
                         200: {"content": {"application/octet-stream": {"schema": {
                                   "type": "string", "format": "binary",
-                                  "description": "for an application/octet-stream body: 32-byte records"}}},
+                                  "description": "for an application/octet-stream body: 32-byte records, "
+                                                 "44-byte with records=primitive"}}},
                               "description": "columnar JSON for a JSON body, binary records for a binary body"}},
              openapi_extra=body_doc(BatchPickRequest, binary=BINARY_BATCH, examples=EXAMPLES["batch"]))
 async def pick_batch(
@@ -194,18 +203,20 @@ async def pick_batch(
         alpha_test: Annotated[bool, Query(description="binary form only")] = True,
         alpha_cutoff: Annotated[float, Query(ge=0, le=1, allow_inf_nan=False, description="binary form only")] = 0.5,
         line_tolerance: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0,
-        point_tolerance: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0):
+        point_tolerance: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0,
+        records: Annotated[RecordLayout, Query(description=RECORDS_DOC)] = "surface"):
     """Many rays at once: JSON ``origins`` and ``directions`` answered column by column, or
     ``application/octet-stream`` rays answered as packed binary records."""
     stored = await find_scene(store, scene_id)
     media = media_type(request)
     if media == OCTET_STREAM:
         declared = request.headers.get("content-length")
+        layout = RECORD_LAYOUTS[records]
         if declared is not None and declared.isdigit():
             check_ray_count(int(declared) // RAY_BYTES, settings)
-            check_binary_answer(int(declared) // RAY_BYTES, settings)
+            check_binary_answer(int(declared) // RAY_BYTES, settings, layout)
         data = await request.body()
-        check_binary_rays(len(data), settings)
+        check_binary_rays(len(data), settings, layout=layout)
         options = {**query_window(tmin, tmax, mask, objects, exclude), **alpha_options(alpha_test, alpha_cutoff)}
         if line_tolerance:
             options["line_tolerance"] = line_tolerance
@@ -213,7 +224,7 @@ async def pick_batch(
             options["point_tolerance"] = point_tolerance
         count = len(data) // RAY_BYTES
         count_rays(request, count)
-        return Response(await off_loop(count, binary_batch, stored, data, cull_backfaces, options),
+        return Response(await off_loop(count, binary_batch, stored, data, cull_backfaces, options, layout),
                         media_type=OCTET_STREAM)
     if media != JSON:
         raise unsupported_media(media, "application/json or application/octet-stream")
@@ -230,7 +241,7 @@ async def pick_batch(
     return Response(await off_loop(len(body.origins), _json_batch, stored, body), media_type=JSON)
 
 
-def check_binary_rays(size: int, settings: Settings, what: str = "the binary body") -> None:
+def check_binary_rays(size: int, settings: Settings, what: str = "the binary body", layout: np.dtype = RECORD) -> None:
     """Refuse binary rays of ``size`` bytes that are not whole rays, none, or too many (422, 413).
 
     Parameters
@@ -245,20 +256,21 @@ def check_binary_rays(size: int, settings: Settings, what: str = "the binary bod
     if not size:
         raise ClientError(422, f"{what} is empty: send at least one ray")
     check_ray_count(size // RAY_BYTES, settings)
-    check_binary_answer(size // RAY_BYTES, settings)
+    check_binary_answer(size // RAY_BYTES, settings, layout)
 
 
-def check_binary_answer(count: int, settings: Settings) -> None:
-    """413 when the binary answer of ``count`` rays would exceed ``PICK_MAX_RESPONSE_MB``."""
-    response_limits.check(response_limits.binary_batch(count), settings, f"a binary batch of {count} rays",
-                          ": send fewer rays per request")
+def check_binary_answer(count: int, settings: Settings, layout: np.dtype = RECORD) -> None:
+    """413 when the binary answer of ``count`` rays of ``layout`` would exceed ``PICK_MAX_RESPONSE_MB``."""
+    response_limits.check(response_limits.binary_batch(count, layout.itemsize), settings,
+                          f"a binary batch of {count} rays", ": send fewer rays per request")
 
 
-def binary_batch(stored, data: bytes, cull_backfaces: bool, options: dict) -> bytes:
-    """The records of a binary batch (``data``: whole rays, checked by :func:`check_binary_rays`)."""
+def binary_batch(stored, data: bytes, cull_backfaces: bool, options: dict, layout: np.dtype = RECORD) -> bytes:
+    """The records of a binary batch (``data``: whole rays, checked by :func:`check_binary_rays`), each
+    of ``layout`` (``service.picking.RECORD_LAYOUTS``)."""
     rays = np.frombuffer(data, "<f4").reshape(-1, 6).astype(np.float64)
     hits, _ = _trace(stored, rays[:, :3], rays[:, 3:], cull_backfaces, options)
-    return batch_records(hits)
+    return batch_records(hits, layout)
 
 
 def _json_batch(stored, body: BatchPickRequest) -> bytes:
