@@ -16,6 +16,7 @@ serialised by a lock.
 import hashlib
 import json
 import logging
+import sys
 import threading
 import time
 import uuid
@@ -172,6 +173,7 @@ class _Snapshot:
         self.pack = pack
         self.kind = kind
         self.mesh_of = mesh_of
+        self._spares = {}
         self.transform = _frozen(transform)
         self.mask = _frozen(mask)
         self.pickable = _frozen(pickable)
@@ -269,13 +271,16 @@ class _Snapshot:
 
         Notes
         -----
-        Cost: a copy of the per-object arrays that changed and of the
-        top-level nodes (``memcpy``), then numpy work on the ``M`` leaf
-        slots and their ancestors only.
+        Cost: O(M) numpy work on the moved objects' rows, their leaf slots
+        and their ancestors, when the arrays this snapshot replaced in its
+        parent are no longer read (:meth:`_writable`); else a copy
+        (``memcpy``) of the per-object arrays that changed and of the
+        top-level nodes first.
         """
         snap = object.__new__(_Snapshot)
         snap.__dict__.update(self.__dict__)
         snap._lp_arrays = None
+        snap._spares = {}
         arrays = {}
         if flagged.size:
             snap.mask = _patched(self.mask, flagged, mask[flagged])
@@ -287,26 +292,65 @@ class _Snapshot:
         if moved.size:
             if (self.leaf_row[moved] < 0).any() or not np.isfinite(bounds[moved]).all():
                 return None
-            snap.transform = _patched(self.transform, moved, transform[moved])
-            snap.bounds = _patched(self.bounds, moved, bounds[moved])
-            snap.inverse = arrays["inverse"] = _patched(
-                self.inverse, moved, _folded_inverse(self.pack, kind[moved], mesh_of[moved], inverse[moved]))
-            nodes = aligned_empty(self.top_nodes.shape, np.float32)
-            nodes[:] = self.top_nodes
+            snap.transform = self._replaced(snap, "transform", moved, transform[moved])
+            snap.bounds = self._replaced(snap, "bounds", moved, bounds[moved])
+            snap.inverse = arrays["inverse"] = self._replaced(
+                snap, "inverse", moved, _folded_inverse(self.pack, kind[moved], mesh_of[moved], inverse[moved]))
+            nodes = self._writable("top_nodes")
             written = np.zeros(nodes.shape[0], np.bool_)
             refit_top_level(nodes, nodes.view(np.int32), self.arrays.top_order, snap.bounds, self.leaf_row[moved],
                             self.leaf_slot[moved], self.row_parent, self.row_parent_slot, self.row_depth, written)
             changed = np.flatnonzero(written)
-            terms = self.top_cost_terms.copy()
-            terms[changed] = _slot_costs(nodes, changed)
-            snap.top_cost_terms = _frozen(terms)
-            snap.top_cost = _top_cost(nodes, terms)
+            snap.top_cost_terms = self._replaced(snap, "top_cost_terms", changed, _slot_costs(nodes, changed))
+            snap.top_cost = _top_cost(nodes, snap.top_cost_terms)
             if snap.top_cost > REBUILD_RATIO * self.top_cost_built:
                 return None
             snap.top_nodes = _frozen(nodes)
+            snap._spares["top_nodes"] = (self.top_nodes, changed)
             arrays.update(top_nodes=nodes.reshape(-1), top_links=nodes.view(np.int32).reshape(-1))
         snap.arrays = self.arrays._replace(**arrays)
         return snap
+
+    def _writable(self, name: str) -> np.ndarray:
+        """A writable array holding what this snapshot's array ``name`` holds.
+
+        It is the array this snapshot replaced in its parent, brought up to
+        date in the rows where the two differ, when nothing references it
+        (or any view of its memory) any more: no query still reads the
+        parent, so an edit costs O(moved objects), not O(objects), as editors
+        dragging at 60 Hz need. Otherwise a new copy. CPython's reference
+        counts decide it, under the scene's lock; a query holds the snapshot
+        it reads from, and with it every array of it, until it returns.
+        """
+        current = getattr(self, name)
+        spare, rows = self._spares.pop(name, (None, None))
+        # The references to spare: this frame's and getrefcount's argument;
+        # to the memory's owner when spare is a view (an aligned node array;
+        # numpy points every view of a view at the owner): spare's ``base``
+        # and the argument.
+        if spare is not None and sys.getrefcount(spare) == 2 and (
+                spare.base is None or sys.getrefcount(spare.base) == 2):
+            spare.setflags(write=True)
+            if 8 * rows.shape[0] > current.shape[0]:
+                # Most rows differ (a batch moved most objects): one memcpy beats gathering them.
+                np.copyto(spare, current)
+            else:
+                spare[rows] = current[rows]
+            return spare
+        if name == "top_nodes":
+            copy = aligned_empty(current.shape, current.dtype)
+            copy[:] = current
+            return copy
+        return current.copy()
+
+    def _replaced(self, child: "_Snapshot", name: str, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """The read-only array ``name`` of ``child``: this snapshot's with
+        ``rows`` set to ``values`` (:meth:`_writable`); this snapshot's own is
+        kept as the child's spare."""
+        array = self._writable(name)
+        array[rows] = values
+        child._spares[name] = (getattr(self, name), rows)
+        return _frozen(array)
 
     def with_enabled(self, enabled: np.ndarray) -> SceneArrays:
         if enabled is self.enabled:

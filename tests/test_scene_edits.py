@@ -103,6 +103,40 @@ def test_moved_scenes_agree_with_fresh_scenes_and_the_brute_force():
     np.testing.assert_allclose(hits.t[both], ref_t[both], rtol=1e-5, atol=1e-6)
 
 
+def test_moves_reuse_the_memory_of_snapshots_no_query_holds():
+    # An edit's cost may not grow with the number of objects (issue 15): a
+    # snapshot is made in the memory of the one before last once nothing
+    # reads that one, and a snapshot still held is never written.
+    scene = _scene(count=60, seed=9)
+    rng = np.random.default_rng(10)
+    scene._snapshot()
+    _moves(rng, scene, 1)
+    first = scene._snapshot()
+    addresses = [array.ctypes.data for array in (first.transform, first.bounds, first.inverse, first.top_nodes,
+                                                 first.top_cost_terms)]
+    del first
+    ids = np.array([info.id for info in scene.objects])
+    step = np.eye(4)
+    step[0, 3] = 0.25
+    for oid in ids[:2]:
+        scene.set_transform(int(oid), step @ scene.object(int(oid)).transform)
+        third = scene._snapshot()
+    assert scene.top_level_builds == 1
+    assert [array.ctypes.data for array in (third.transform, third.bounds, third.inverse, third.top_nodes,
+                                            third.top_cost_terms)] == addresses
+    held = third
+    kept = [array.copy() for array in (held.transform, held.bounds, held.inverse, held.top_nodes,
+                                       held.top_cost_terms)]
+    origins, directions = pick_rays(flatten(scene)[0], 500, np.random.default_rng(11))
+    with scene.pinned():
+        before = scene.intersect(origins, directions)
+        _moves(rng, scene, 12)
+        _assert_same_hits(scene.intersect(origins, directions), before)
+    for array, copy in zip((held.transform, held.bounds, held.inverse, held.top_nodes, held.top_cost_terms), kept):
+        assert np.array_equal(array.view(np.uint8), copy.view(np.uint8))
+    _assert_same_hits(scene.intersect(origins, directions), _fresh(scene).intersect(origins, directions))
+
+
 def test_refitted_boxes_hold_every_moved_object():
     scene = _scene(count=120, seed=3)
     _moves(np.random.default_rng(4), scene, 30)
