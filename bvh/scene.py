@@ -392,6 +392,23 @@ class _Snapshot:
         return self._lp_arrays
 
 
+#: Edits recorded since the last snapshot past which their object lists are
+#: merged into one (:func:`_pending`).
+PENDING_LIMIT = 1024
+
+
+def _pending(lists: list[np.ndarray], objects: np.ndarray) -> list[np.ndarray]:
+    """``lists`` of objects edited since the last snapshot with ``objects``
+    added; merged into one sorted list once they are more than
+    :data:`PENDING_LIMIT`, so that a stream of edits with no query between
+    them (a script moving objects for an hour) holds at most one entry per
+    object, not one per edit."""
+    lists.append(objects)
+    if len(lists) > PENDING_LIMIT:
+        return [np.unique(np.concatenate(lists))]
+    return lists
+
+
 def _patched(array: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
     """A read-only copy of ``array`` with ``rows`` set to ``values``."""
     copy = array.copy()
@@ -1342,9 +1359,9 @@ class Scene:
         # system call, more than the rest of a one-object move.
         self._objects_token = None
         if moved is not None:
-            self._moved.append(moved)
+            self._moved = _pending(self._moved, moved)
         elif flagged is not None:
-            self._flagged.append(flagged)
+            self._flagged = _pending(self._flagged, flagged)
         else:
             self._restructured = True
         if self._batching:

@@ -12,7 +12,7 @@ import pytest
 
 import bvh
 from bvh.refit import wide_sah_cost
-from bvh.scene import REBUILD_RATIO
+from bvh.scene import PENDING_LIMIT, REBUILD_RATIO
 
 from .meshes import pick_rays, sample_mesh
 from .reference_raycast import closest_hits
@@ -135,6 +135,22 @@ def test_moves_reuse_the_memory_of_snapshots_no_query_holds():
     for array, copy in zip((held.transform, held.bounds, held.inverse, held.top_nodes, held.top_cost_terms), kept):
         assert np.array_equal(array.view(np.uint8), copy.view(np.uint8))
     _assert_same_hits(scene.intersect(origins, directions), _fresh(scene).intersect(origins, directions))
+
+
+def test_moves_with_no_query_between_them_hold_one_entry_per_object():
+    scene = _scene(count=40, seed=12)
+    scene._snapshot()
+    ids = [info.id for info in scene.objects]
+    step = np.eye(4)
+    step[1, 3] = 0.001
+    for k in range(3 * PENDING_LIMIT):
+        oid = ids[k % len(ids)]
+        scene.set_transform(oid, step @ scene.object(oid).transform)
+    assert len(scene._moved) <= PENDING_LIMIT
+    assert sum(part.size for part in scene._moved) <= len(ids) + PENDING_LIMIT
+    origins, directions = pick_rays(flatten(scene)[0], 300, np.random.default_rng(13))
+    _assert_same_hits(scene.intersect(origins, directions), _fresh(scene).intersect(origins, directions))
+    assert scene.top_level_builds == 1
 
 
 def test_refitted_boxes_hold_every_moved_object():
