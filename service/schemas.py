@@ -792,13 +792,18 @@ class EditMessage(RequestModel):
     objects: ObjectBatch = Field(description="the PATCH /scenes/{id}/objects body")
 
 
+#: The binary batch answers' record layouts (``service.picking.RECORD_LAYOUTS``): ``surface``, 32
+#: bytes a ray; ``primitive``, 44 bytes, with what was hit.
+RecordLayout = Literal["surface", "primitive"]
+
+
 class BatchOptionsMessage(PickOptions):
     """Options of the binary batch frames that follow on this connection, until the next such
     message (before any: none, as a binary ``/pick/batch`` without query options)."""
 
     type: Literal["batch_options"]
     id: MessageId = None
-    records: Literal["surface", "primitive"] = Field(
+    records: RecordLayout = Field(
         "surface", description="the answers' records: `surface`, 32 bytes each; `primitive`, 44 bytes each, "
                                "with what was hit (see `records` of POST /scenes/{id}/pick/batch)")
 
@@ -816,7 +821,7 @@ class BatchOptionsOut(BaseModel):
     alpha_cutoff: float
     line_tolerance: float
     point_tolerance: float
-    records: Literal["surface", "primitive"]
+    records: RecordLayout
 
 
 class HelloMessage(BaseModel):

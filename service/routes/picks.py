@@ -7,7 +7,7 @@ release the GIL), so they never hold up other requests.
 """
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated
 
 import numpy as np
 import orjson
@@ -29,7 +29,7 @@ from ..picking import (RAY_BYTES, RECORD, RECORD_LAYOUTS, all_hit_results, batch
                        single_result)
 from ..responses import JSON_OPTIONS, JSONBytes
 from ..schemas import (AllHitsResult, BatchPickRequest, BatchPickResult, CameraPickRequest, CameraPickResults,
-                       ErrorOut, MatrixCamera, PickOptions, PickRequest, PickResult)
+                       ErrorOut, MatrixCamera, PickOptions, PickRequest, PickResult, RecordLayout)
 from ..settings import Settings
 
 router = APIRouter(tags=["picks"])
@@ -176,8 +176,6 @@ async def off_loop(rays: int, function, *args):
 QUERY_OPTIONS = ("tmin", "tmax", "cull_backfaces", "mask", "objects", "exclude", "alpha_test", "alpha_cutoff",
                  "line_tolerance", "point_tolerance", "records")
 
-#: The binary answer's record layouts by name (``service.picking.RECORD_LAYOUTS``).
-RecordLayout = Literal["surface", "primitive"]
 RECORDS_DOC = ("binary form only: `surface`, 32-byte records (float32 t, int32 object, int32 triangle, float32 u, "
                "v, nx, ny, nz); `primitive`, 44-byte records, the same then int32 primitive (0 triangle, 1 shape, "
                "2 segment, 3 point, -1 miss), int32 index (the segment's or the point's, else -1) and float32 s "
