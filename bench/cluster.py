@@ -1,8 +1,9 @@
-"""The cluster path against the single process: ``python -m bench.cluster [--url URL] [--quick]``.
+"""The cluster path against the single process: ``python -m bench.cluster [--dir DIR] [--quick]``.
 
 Starts a local cluster (``cluster.local.up`` on a temporary directory: SeaweedFS,
-a Ray head and two workers, three replicas) unless ``--url`` names a running
-one, and one ``python -m service`` process, then measures:
+a Ray head and two workers, three replicas) unless ``--dir`` names the directory
+of a running one (``make cluster``: ``cluster-data``), and one ``python -m
+service`` process, then measures:
 
 1. per-pick latency at one keep-alive connection (``bench.http.latencies``),
    p50 and p99, on the same scene in both, and the cluster's overhead
@@ -12,20 +13,22 @@ one, and one ``python -m service`` process, then measures:
    then read) per second;
 2. scene affinity: 20 scenes under a mixed load (picks, batches, edits,
    object reads; a few hot scenes, from 8 connections), then how many
-   replicas loaded each (``GET /cluster/replica``; the bar: at most 2);
+   replicas loaded each and how many answered its requests (``GET
+   /cluster/replica`` at each replica's own port; the bar: loaded on at most 2);
 4. (a cluster started here only) failures: ``--edits`` edits, each adding an
    instance named ``edit N``, with a pick after each, from one client; a
    replica holding the scene is killed with SIGKILL after a third of them and
    the raylet of the node holding it then after two thirds; then every
-   acknowledged edit is looked for in the scene, and the longest time
+   acknowledged edit is looked for in the scene (and any edit found twice:
+   HAProxy resends a request its replica died under), and the longest time
    without a right pick after each kill is reported (bar: 0 lost, <= 5 s).
 3. scene open on another replica: the 1.31M-triangle icosphere uploaded,
-   then its first pick on a replica that does not hold it (``x-pick-replica``)
-   against the next one there: the time to open it from the store (from the
+   then its first pick on a replica that does not hold it (at that replica's
+   own port) against the next one there: the time to open it from the store (from the
    object store in S3 mode; from the shared directory by memory map before it).
 
-The figures mean something only on an otherwise idle machine: Ray's proxy
-and replicas share its cores with the load generator.
+The figures mean something only on an otherwise idle machine: HAProxy and
+the replicas share its cores with the load generator.
 """
 
 from __future__ import annotations
@@ -95,10 +98,10 @@ def live_picks(url: str, count: int) -> dict:
     return {"p50": p50, "p99": p99, "rate": rate}
 
 
-def replica_reports(url: str, want: int = 3, timeout: float = 30.0) -> dict:
+def replica_reports(cluster) -> dict:
+    """``GET /cluster/replica`` from each replica at its own port: reports by replica id."""
     seen = {}
-    deadline = time.monotonic() + timeout
-    while len(seen) < want and time.monotonic() < deadline:
+    for url in cluster.replicas().values():
         status, answer = request(url, "GET", "/cluster/replica")
         if status == 200:
             report = json.loads(answer)
@@ -106,8 +109,9 @@ def replica_reports(url: str, want: int = 3, timeout: float = 30.0) -> dict:
     return seen
 
 
-def affinity(url: str, requests_each: int) -> dict:
+def affinity(cluster, requests_each: int) -> dict:
     """Replicas that loaded each of 20 scenes after a mixed load from 8 connections."""
+    url = cluster.url
     triangle = {"vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]], "faces": [[0, 1, 2]]}
     scenes = []
     for number in range(20):
@@ -147,41 +151,50 @@ def affinity(url: str, requests_each: int) -> dict:
     for thread in threads:
         thread.join()
     seconds = time.perf_counter() - started
-    reports = replica_reports(url)
+    reports = replica_reports(cluster)
     loaded_on = {scene: sum(1 for report in reports.values() if report["loads"].get(scene)) for scene in scenes}
+    answered_on = {scene: sum(1 for report in reports.values() if report["requests"].get(scene)) for scene in scenes}
     return {"replicas": len(reports), "requests": 8 * requests_each, "seconds": seconds, "errors": len(errors),
-            "most": max(loaded_on.values()), "histogram": np.bincount(list(loaded_on.values())).tolist()}
+            "most": max(loaded_on.values()), "histogram": np.bincount(list(loaded_on.values())).tolist(),
+            "answered_most": max(answered_on.values())}
 
 
-def open_elsewhere(url: str, directory: Path) -> dict:
+def open_elsewhere(cluster, directory: Path) -> dict:
     """First pick of the 1.31M-triangle scene on a replica that does not hold it, and the next one."""
+    url = cluster.url
     path, triangles = big_mesh_file(directory)
     scene = upload(url, path)
     body = pick_body(scene)
     pick = f"/scenes/{scene['id']}/pick"
     request(url, "POST", pick, body, {"Content-Type": "application/json"})
-    reports = replica_reports(url)
+    reports = replica_reports(cluster)
     fresh = [name for name, report in reports.items() if scene["id"] not in report["scenes"]]
     if not fresh:
         return {"triangles": triangles, "note": "every replica already holds it"}
-    headers = {"Content-Type": "application/json", "x-pick-replica": fresh[0]}
+    there = cluster.replicas()[fresh[0]]
+    headers = {"Content-Type": "application/json"}
     start = time.perf_counter()
-    status, _ = request(url, "POST", pick, body, headers)
+    status, _ = request(there, "POST", pick, body, headers)
     first = time.perf_counter() - start
     start = time.perf_counter()
-    request(url, "POST", pick, body, headers)
+    request(there, "POST", pick, body, headers)
     second = time.perf_counter() - start
     return {"triangles": triangles, "status": status, "first_s": first, "next_s": second}
 
 
-def holder(url: str, scene: str, timeout: float = 30.0) -> dict:
-    """The report of a replica holding ``scene`` (``/cluster/replica`` reaches replicas at random)."""
+def holder(cluster, scene: str, timeout: float = 30.0) -> dict:
+    """The report of the replica HAProxy sends ``scene``'s requests to: the one whose count of
+    the scene's requests grows with one more request."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status, answer = request(url, "GET", "/cluster/replica")
-        if status == 200 and scene in json.loads(answer)["scenes"]:
-            return json.loads(answer)
-    raise RuntimeError(f"no replica reports holding {scene}")
+        before = replica_reports(cluster)
+        request(cluster.url, "GET", f"/scenes/{scene}/objects/0")
+        after = replica_reports(cluster)
+        serving = [report for name, report in after.items() if name in before
+                   and report["requests"].get(scene, 0) > before[name]["requests"].get(scene, 0)]
+        if len(serving) == 1:
+            return serving[0]
+    raise RuntimeError(f"no one replica answers {scene}'s requests")
 
 
 def edits_through_kills(cluster, edits: int) -> dict:
@@ -200,7 +213,7 @@ def edits_through_kills(cluster, edits: int) -> dict:
     with httpx.Client(base_url=cluster.url, timeout=5) as client:
         for number in range(edits):
             if number in (edits // 3, 2 * edits // 3):
-                victim = holder(cluster.url, scene)
+                victim = holder(cluster, scene)
                 if number == edits // 3:
                     pid, what = victim["pid"], "replica"
                 else:
@@ -232,18 +245,20 @@ def edits_through_kills(cluster, edits: int) -> dict:
         if status == 200 or time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    names = {entry["name"] for entry in json.loads(answer)["objects"]}
+    found = [entry["name"] for entry in json.loads(answer)["objects"]]
+    names = set(found)
     gaps = {}
     for what, when in kills:
         after = [moment for moment in right_picks if moment > when]
         gaps[what] = (after[0] - when) if after else float("inf")
     return {"edits": edits, "acknowledged": len(acknowledged), "lost": sum(name not in names for name in acknowledged),
-            "refused": refused, "wrong": wrong, "gaps": gaps}
+            "twice": len(found) - len(names), "refused": refused, "wrong": wrong, "gaps": gaps}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", help="a running cluster (default: start one here)")
+    parser.add_argument("--dir", type=Path, help="the directory of a running local cluster, as `make cluster` "
+                        "leaves it (cluster-data; default: start one here)")
     parser.add_argument("--quick", action="store_true", help="fewer requests: to check the bench runs")
     parser.add_argument("--shared-dir", action="store_true",
                         help="scenes in one shared local directory rather than SeaweedFS")
@@ -256,13 +271,14 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as scratch:
         scratch = Path(scratch)
         started = None
-        url = args.url
-        if url is None:
+        if args.dir is not None:
+            cluster = local.Cluster.recorded(args.dir)
+        else:
             print("starting a local cluster (SeaweedFS, a Ray head, two workers, 3 replicas) ...", flush=True)
             began = time.perf_counter()
-            started = local.up(scratch / "cluster", use_store=not args.shared_dir, timeout=600)
-            url = started.url
-            print(f"  ready in {time.perf_counter() - began:.0f} s at {url}")
+            cluster = started = local.up(scratch / "cluster", use_store=not args.shared_dir, timeout=600)
+            print(f"  ready in {time.perf_counter() - began:.0f} s at {cluster.url}")
+        url = cluster.url
         single = Server(scratch / "single", free_port())
         try:
             single.start()
@@ -282,12 +298,13 @@ def main(argv=None) -> int:
             print(f"   overhead        p50 {live_clustered['p50'] - live_alone['p50']:.2f} ms")
         finally:
             single.stop()
-        spread = affinity(url, 40 if args.quick else 250)
+        spread = affinity(cluster, 40 if args.quick else 250)
         print(f"\n2. affinity: 20 scenes, {spread['requests']} mixed requests from 8 connections in "
               f"{spread['seconds']:.1f} s ({spread['errors']} errors) over {spread['replicas']} replicas:")
         print(f"   replicas that loaded a scene: at most {spread['most']} (bar: <= 2); scenes by count "
-              f"{dict(enumerate(spread['histogram']))}")
-        opened = open_elsewhere(url, scratch)
+              f"{dict(enumerate(spread['histogram']))}; replicas that answered a scene's requests: "
+              f"at most {spread['answered_most']}")
+        opened = open_elsewhere(cluster, scratch)
         if "first_s" in opened:
             print(f"\n3. the {opened['triangles']:,}-triangle scene on a replica that did not hold it: first pick "
                   f"{opened['first_s']:.2f} s (opening it), next {opened['next_s'] * 1e3:.1f} ms (bar: open <= 5 s)")
@@ -298,7 +315,8 @@ def main(argv=None) -> int:
                 survived = edits_through_kills(started, 300 if args.quick else args.edits)
                 print(f"\n4. {survived['edits']} edits (each adds a named instance) and picks, one client; "
                       f"a holder replica killed (kill -9) after a third, its node's raylet after two thirds:")
-                print(f"   acknowledged {survived['acknowledged']}, lost {survived['lost']} (bar: 0); refused "
+                print(f"   acknowledged {survived['acknowledged']}, lost {survived['lost']} (bar: 0), found twice "
+                      f"{survived['twice']}; refused "
                       f"{survived['refused']}; wrong picks {survived['wrong']}; first right pick after the kill: "
                       + ", ".join(f"{what} {gap:.2f} s" for what, gap in survived["gaps"].items()) + " (bar: <= 5 s)")
             finally:

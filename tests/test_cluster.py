@@ -1,194 +1,35 @@
 """The service on a local Ray cluster (``cluster/local.py``): a head, two worker nodes, three replicas.
 
-The router's reading of Serve's requests and its ranking are checked without a
-cluster; everything else runs against one cluster per session (marker
-``cluster``), started by ``cluster.local.up`` on a temporary directory and free
-ports, and skipped, saying why, when Ray or SeaweedFS cannot start here:
+The configs are checked without a cluster; everything else runs against one
+cluster per session (marker ``cluster``), started by ``cluster.local.up`` on a
+temporary directory and free ports, and skipped, saying why, when Ray or
+SeaweedFS cannot start here:
 
 - parity: the same scene, 10,000 rays, the same bytes from the cluster as from the single process;
 - a selection of the HTTP tests (scenes, picks, objects, edits) run against the cluster's URL;
 - the live channel: a subscriber connected to one replica hears an edit made through another;
-- affinity: 20 scenes under a mixed load over 3 replicas, each loaded on at most 2;
+- affinity: 20 scenes under a mixed load over 3 replicas, each loaded on at most 2, each
+  scene's requests reaching one replica;
 - failures: a replica killed with SIGKILL, then a worker node's raylet, during a stream of
   picks and edits: picks answered again within 5 s, never wrongly; no acknowledged edit lost.
 """
 
 import json
 import os
-import pickle
 import signal
 import threading
 import time
-from collections import namedtuple
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[cluster]'")
 
-from ray.serve._private.common import RequestMetadata, StreamingHTTPRequest  # noqa: E402
-from ray.serve._private.request_router.common import PendingRequest, RequestRoutingContext  # noqa: E402
-
-from cluster.router import MAX_HOLDERS, SceneRouter, pinned_replica, request_scope, scene_of  # noqa: E402
 from service.picking import RECORD  # noqa: E402
 from tests.conftest import TRIANGLE  # noqa: E402
 from tests.meshes import pick_rays, sample_mesh  # noqa: E402
 
-SCENE = "0123456789abcdef0123456789abcdef"
 OCTET = {"content-type": "application/octet-stream"}
-
-
-# ------------------------------------------------------------------ the router, without a cluster
-def proxy_request(path: str, headers: list | None = None) -> PendingRequest:
-    """A request as Serve's HTTP proxy hands it to the router: the pickled StreamingHTTPRequest."""
-    scope = {"type": "http", "method": "POST", "path": path, "headers": headers or []}
-    argument = pickle.dumps(StreamingHTTPRequest(asgi_scope=scope, proxy_actor_name="proxy"))
-    return PendingRequest(args=[argument], kwargs={},
-                          metadata=RequestMetadata(request_id="r", internal_request_id="i"),
-                          future=None, routing_context=RequestRoutingContext())
-
-
-def test_the_router_reads_the_scene_and_the_pin_from_the_proxys_request():
-    """The private shape cluster/router.py relies on (pinned in pyproject): if Ray changes it, this fails."""
-    request = proxy_request(f"/scenes/{SCENE}/pick", [(b"x-pick-replica", b"abc123")])
-    assert scene_of(request_scope(request)) == SCENE
-    assert pinned_replica(request_scope(request)) == "abc123"
-    assert scene_of(request_scope(proxy_request(f"/scenes/{SCENE}"))) == SCENE
-    assert scene_of(request_scope(proxy_request(f"/scenes/{SCENE}/live"))) == SCENE
-    for path in ("/scenes", "/health", f"/scenes/{SCENE}x/pick", "/scenes/NOT-AN-ID/pick"):
-        assert scene_of(request_scope(proxy_request(path))) is None, path
-    handle_call = PendingRequest(args=[{"not": "a request"}], kwargs={},
-                                 metadata=RequestMetadata(request_id="r", internal_request_id="i"), future=None)
-    assert request_scope(handle_call) is None
-
-
-class FakeReplica(SimpleNamespace):
-    """What the router reads of a RunningReplica."""
-
-    def __hash__(self):
-        return hash(self.replica_id)
-
-    def __eq__(self, other):
-        return self is other
-
-
-def ranked(router, replicas, path):
-    import asyncio
-
-    request = proxy_request(path)
-    ranks = asyncio.run(router.choose_replicas(replicas, request))
-    return [[replica.name for replica in rank] for rank in ranks], request
-
-
-def make_router(replicas) -> SceneRouter:
-    router = SceneRouter.__new__(SceneRouter)
-    router.initialize_state()
-    router._multiplexed_model_id_to_replica_ids = {}
-    for replica in replicas:
-        for scene in replica.multiplexed_model_ids:
-            router._multiplexed_model_id_to_replica_ids.setdefault(scene, set()).add(replica.replica_id)
-    return router
-
-
-ReplicaName = namedtuple("ReplicaName", "unique_id")
-
-
-def replica(name, scenes=()):
-    return FakeReplica(name=name, replica_id=ReplicaName(name), multiplexed_model_ids=set(scenes))
-
-
-def test_holders_first_then_one_more_then_never_a_third():
-    other = "f" * 32
-    a, b, c = replica("a", [SCENE]), replica("b", [other, "e" * 32]), replica("c", [other])
-    router = make_router([a, b, c])
-    ranks, request = ranked(router, [a, b, c], f"/scenes/{SCENE}/pick")
-    # The holder; when it is saturated, the replica holding the fewest scenes.
-    assert ranks == [["a"], ["c"]]
-    assert request.metadata.multiplexed_model_id == SCENE and request.routing_context.should_backoff
-    router.on_request_routed(request, c.replica_id, None)
-    ranks, _ = ranked(router, [a, b, c], f"/scenes/{SCENE}/pick")
-    assert len(ranks) == 1 and sorted(ranks[0]) == ["a", "c"] and MAX_HOLDERS == 2
-    # A holder that died no longer counts: the scene may go to another.
-    ranks, _ = ranked(router, [a, b], f"/scenes/{SCENE}/pick")
-    assert ranks == [["a"], ["b"]]
-
-
-def test_a_scene_nobody_holds_goes_to_the_replica_holding_fewest():
-    a, b, c = replica("a", ["1" * 32, "2" * 32]), replica("b", ["3" * 32]), replica("c", ["4" * 32, "5" * 32])
-    router = make_router([a, b, c])
-    ranks, request = ranked(router, [a, b, c], f"/scenes/{SCENE}/objects")
-    assert ranks[0] == ["b"] and sorted(ranks[1]) == ["a", "c"]
-    # Sent there, it is held there before b's own report arrives.
-    router.on_request_routed(request, b.replica_id, None)
-    ranks, _ = ranked(router, [a, b, c], f"/scenes/{SCENE}/pick")
-    assert ranks[0] == ["b"]
-
-
-def test_a_scene_asked_for_just_after_a_creation_waits_for_its_creators_report():
-    import asyncio
-
-    a, b = replica("a", ["1" * 32]), replica("b")
-    router = make_router([a, b])
-
-    async def create_then_use():
-        creation = proxy_request("/scenes")  # a POST
-        await router.choose_replicas([a, b], creation)
-        router.on_request_routed(creation, a.replica_id, None)
-
-        async def report():
-            await asyncio.sleep(0.1)  # the creator's report, on its way through the controller
-            router._multiplexed_model_id_to_replica_ids[SCENE] = {a.replica_id}
-
-        reported = asyncio.ensure_future(report())
-        ranks = await router.choose_replicas([a, b], proxy_request(f"/scenes/{SCENE}/objects"))
-        await reported
-        return [[r.name for r in rank] for rank in ranks]
-
-    # Without the wait, b (holding fewer scenes) would have opened the new scene too.
-    assert asyncio.run(create_then_use())[0] == ["a"]
-
-
-def test_requests_without_a_scene_may_go_anywhere_and_a_pin_wins():
-    a, b = replica("a", [SCENE]), replica("b")
-    router = make_router([a, b])
-    ranks, _ = ranked(router, [a, b], "/health")
-    assert len(ranks) == 1 and sorted(ranks[0]) == ["a", "b"]
-    import asyncio
-
-    pinned = proxy_request(f"/scenes/{SCENE}/pick", [(b"x-pick-replica", b"b")])
-    assert [[r.name for r in rank] for rank in asyncio.run(router.choose_replicas([a, b], pinned))] == [["b"]]
-
-
-def test_the_proxy_turns_a_lost_replicas_500_into_503_with_retry_after():
-    import asyncio
-
-    from cluster.proxy import REPLICA_LOST, ReplicaLost
-
-    def answered(status: int | None) -> list:
-        async def app(scope, receive, send):
-            if status is None:
-                raise RuntimeError("the replica died")
-            if status == 0:
-                return  # what Serve's proxy does when the replica died under the request
-            await send({"type": "http.response.start", "status": status, "headers": []})
-            await send({"type": "http.response.body", "body": b"Internal Server Error"})
-
-        sent = []
-
-        async def send(message):
-            sent.append(message)
-
-        asyncio.run(ReplicaLost(app)({"type": "http"}, None, send))
-        return sent
-
-    start, body = answered(500)
-    assert start["status"] == 503 and (b"retry-after", b"1") in start["headers"]
-    assert json.loads(body["body"]) == {"detail": REPLICA_LOST}
-    assert [message.get("status") for message in answered(200)] == [200, None]
-    for dead in (None, 0):
-        start, body = answered(dead)
-        assert start["status"] == 503 and json.loads(body["body"]) == {"detail": REPLICA_LOST}
 
 
 # ------------------------------------------------------------------ the cluster
@@ -229,15 +70,34 @@ def triangle_scene(http) -> str:
     return response.json()["id"]
 
 
-def replicas_seen(http, want: int = 3, timeout: float = 30.0) -> dict:
-    """``GET /cluster/replica`` until ``want`` distinct replicas answered: their reports by id."""
-    seen = {}
-    deadline = time.monotonic() + timeout
-    while len(seen) < want and time.monotonic() < deadline:
-        answer = http.get("/cluster/replica")
+def replica_reports(cluster) -> dict:
+    """``GET /cluster/replica`` from each replica at its own port: their reports by replica id."""
+    import httpx
+
+    reports = {}
+    for replica, url in cluster.replicas().items():
+        try:
+            answer = httpx.get(f"{url}/cluster/replica", timeout=10)
+        except httpx.TransportError:
+            continue  # a replica HAProxy still lists, already gone
         if answer.status_code == 200:
-            seen[answer.json()["replica"]] = answer.json()
-    return seen
+            assert answer.json()["replica"] == replica
+            reports[replica] = answer.json()
+    return reports
+
+
+@pytest.mark.cluster
+def test_haproxy_balances_by_scene_and_resends_what_a_dead_replica_never_answered(cluster):
+    """The settings SERVE_TUNING gives Serve reached the configuration HAProxy runs."""
+    import glob
+
+    configs = glob.glob(os.path.join(cluster.pids["temp_dir"], "h", "*", "haproxy.cfg"))
+    assert configs, "HAProxy wrote no configuration"
+    text = open(max(configs, key=os.path.getmtime)).read()
+    assert "balance uri depth 2\n" in text
+    assert "retry-on conn-failure empty-response\n" in text and "option redispatch" in text
+    assert "retries 6\n" in text and "error-limit 1 on-error mark-down" in text
+    assert len(cluster.replicas()) == 3
 
 
 @pytest.mark.cluster
@@ -294,18 +154,18 @@ def test_http_suite_on_the_cluster(test, http, triangle_scene):
 
 
 @pytest.mark.cluster
-def test_a_subscriber_on_one_replica_hears_edits_made_through_another(cluster, http, triangle_scene):
+def test_a_subscriber_on_one_replica_hears_edits_made_through_another(cluster, triangle_scene):
+    import httpx
     from websockets.sync.client import connect
 
-    url = cluster.url.replace("http://", "ws://") + f"/scenes/{triangle_scene}/live"
-    listening, editing = list(replicas_seen(http))[:2]
-    # Each pinned to its replica: the subscriber on one, the edit through the other.
-    with connect(url, open_timeout=60, additional_headers={"x-pick-replica": listening}) as ws:
+    listening, editing = list(cluster.replicas().values())[:2]
+    # Each at its replica's own port: the subscriber on one, the edit through the other.
+    url = listening.replace("http://", "ws://") + f"/scenes/{triangle_scene}/live"
+    with connect(url, open_timeout=60) as ws:
         hello = json.loads(ws.recv(timeout=60))
         assert hello["type"] == "hello"
         moved = [[1, 0, 0, 3], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
-        answer = http.patch(f"/scenes/{triangle_scene}/objects/0", json={"transform": moved},
-                            headers={"x-pick-replica": editing})
+        answer = httpx.patch(f"{editing}/scenes/{triangle_scene}/objects/0", json={"transform": moved}, timeout=60)
         assert answer.status_code == 200, answer.text
         deadline = time.monotonic() + 10
         while True:
@@ -316,7 +176,7 @@ def test_a_subscriber_on_one_replica_hears_edits_made_through_another(cluster, h
 
 
 @pytest.mark.cluster
-def test_twenty_scenes_under_mixed_load_are_each_held_by_at_most_two_replicas(http):
+def test_twenty_scenes_under_mixed_load_are_each_held_by_at_most_two_replicas(cluster, http):
     import httpx
 
     scenes = []
@@ -351,12 +211,15 @@ def test_twenty_scenes_under_mixed_load_are_each_held_by_at_most_two_replicas(ht
     for thread in threads:
         thread.join()
     assert not failures, failures[:3]
-    reports = replicas_seen(http)
+    reports = replica_reports(cluster)
     assert len(reports) == 3
     # The limit the cluster fixture set through the deployment's runtime_env reached each replica.
     assert all(report["scenes_per_replica"] == 12 and len(report["scenes"]) <= 12 for report in reports.values())
     loaded_on = {scene: [name for name, report in reports.items() if report["loads"].get(scene)] for scene in scenes}
     assert all(1 <= len(where) <= 2 for where in loaded_on.values()), loaded_on
+    # HAProxy sent every request naming a scene to one replica (creations, naming none, to another).
+    answered_on = {scene: [name for name, report in reports.items() if report["requests"].get(scene)] for scene in scenes}
+    assert all(len(where) == 1 for where in answered_on.values()), answered_on
     # Spread over the replicas, not all on one.
     assert all(report["loads"] for report in reports.values()), reports
 
@@ -435,25 +298,30 @@ def assert_survived(stream: Stream) -> None:
     assert len(stream.acknowledged) > 50
 
 
-def holder_of(http, scene: str, timeout: float = 30.0) -> dict:
-    """The report of a replica holding ``scene`` (``/cluster/replica`` reaches replicas at random)."""
+def holder_of(cluster, http, scene: str, timeout: float = 30.0) -> dict:
+    """The report of the replica HAProxy sends ``scene``'s requests to now: the one whose count
+    of the scene's requests grows with one more request."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        answer = http.get("/cluster/replica")
-        if answer.status_code == 200 and scene in answer.json()["scenes"]:
-            return answer.json()
-    raise AssertionError(f"no replica holds {scene}")
+        before = replica_reports(cluster)
+        http.get(f"/scenes/{scene}/objects/0")
+        after = replica_reports(cluster)
+        serving = [report for replica, report in after.items() if replica in before
+                   and report["requests"].get(scene, 0) > before[replica]["requests"].get(scene, 0)]
+        if len(serving) == 1:
+            return serving[0]
+    raise AssertionError(f"no one replica answers {scene}'s requests")
 
 
 @pytest.mark.cluster
 def test_kill_9_of_a_replica_during_picks_and_edits(cluster, http, triangle_scene):
     with Stream(cluster.url, triangle_scene) as stream:
         time.sleep(2)
-        victim = holder_of(http, triangle_scene)
+        victim = holder_of(cluster, http, triangle_scene)
         stream.kill(victim["pid"])
         time.sleep(12)
     # Another replica holds the scene now, and answered picks within 5 s of the kill.
-    assert holder_of(http, triangle_scene)["pid"] != victim["pid"]
+    assert holder_of(cluster, http, triangle_scene)["pid"] != victim["pid"]
     assert_survived(stream)
     last = max(stream.acknowledged)
     # The last acknowledged edit is the one the scene holds: none was lost.
@@ -464,7 +332,7 @@ def test_kill_9_of_a_replica_during_picks_and_edits(cluster, http, triangle_scen
 def test_kill_9_of_a_worker_nodes_raylet_during_picks_and_edits(cluster, http, triangle_scene):
     with Stream(cluster.url, triangle_scene) as stream:
         time.sleep(2)
-        victim = holder_of(http, triangle_scene)
+        victim = holder_of(cluster, http, triangle_scene)
         raylets = []
         for which in ("worker0", "worker1"):
             under = cluster.node_processes(which)
@@ -473,30 +341,34 @@ def test_kill_9_of_a_worker_nodes_raylet_during_picks_and_edits(cluster, http, t
         assert raylets, "the holder's node has no raylet"
         stream.kill(raylets[0])
         time.sleep(15)
-    assert holder_of(http, triangle_scene)["node"] != victim["node"]
+    assert holder_of(cluster, http, triangle_scene)["node"] != victim["node"]
     assert_survived(stream)
     last = max(stream.acknowledged)
     assert http.get(f"/scenes/{triangle_scene}/objects/0").json()["name"] == stream.acknowledged[last]
 
 
 def test_the_serve_configs_are_valid_and_route_by_scene():
-    """cluster/serve.yaml and the RayService's serveConfigV2 (cluster/kuberay.yaml) as Serve reads them."""
+    """cluster/serve.yaml and the RayService's serveConfigV2 (cluster/kuberay.yaml) as Serve reads
+    them; the RayService's Ray processes get the local cluster's ingress settings."""
     from pathlib import Path
 
     import yaml
     from ray.serve.schema import ServeDeploySchema
+
+    from cluster.local import SERVE_TUNING
 
     root = Path(__file__).resolve().parent.parent / "cluster"
     local_config = yaml.safe_load((root / "serve.yaml").read_text())
     manifest = yaml.safe_load((root / "kuberay.yaml").read_text())
     assert manifest["kind"] == "RayService"
     for config in (local_config, yaml.safe_load(manifest["spec"]["serveConfigV2"])):
-        schema = ServeDeploySchema.model_validate(config)
-        application = schema.applications[0]
+        application = ServeDeploySchema.model_validate(config).applications[0]
         assert application.import_path == "cluster.serve_app:app"
-        router = application.deployments[0].request_router_config
-        assert router["request_router_class"] == "cluster.router:SceneRouter"
-        assert router["request_router_kwargs"]["max_holders"] == MAX_HOLDERS
+        # Serve refuses a custom request router on the ingress deployment in its HAProxy mode.
+        assert "request_router_config" not in config["applications"][0]["deployments"][0]
+    head = manifest["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    environment = {variable["name"]: variable.get("value") for variable in head["env"]}
+    assert {name: environment.get(name) for name in SERVE_TUNING} == SERVE_TUNING
     # Three replicas fit the local cluster's two logical CPUs.
     local_deployment = local_config["applications"][0]["deployments"][0]
     assert local_deployment["num_replicas"] * local_deployment["ray_actor_options"]["num_cpus"] <= 2
