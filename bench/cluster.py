@@ -98,17 +98,6 @@ def live_picks(url: str, count: int) -> dict:
     return {"p50": p50, "p99": p99, "rate": rate}
 
 
-def replica_reports(cluster) -> dict:
-    """``GET /cluster/replica`` from each replica at its own port: reports by replica id."""
-    seen = {}
-    for url in cluster.replicas().values():
-        status, answer = request(url, "GET", "/cluster/replica")
-        if status == 200:
-            report = json.loads(answer)
-            seen[report["replica"]] = report
-    return seen
-
-
 def affinity(cluster, requests_each: int) -> dict:
     """Replicas that loaded each of 20 scenes after a mixed load from 8 connections."""
     url = cluster.url
@@ -151,7 +140,7 @@ def affinity(cluster, requests_each: int) -> dict:
     for thread in threads:
         thread.join()
     seconds = time.perf_counter() - started
-    reports = replica_reports(cluster)
+    reports = cluster.replica_reports()
     loaded_on = {scene: sum(1 for report in reports.values() if report["loads"].get(scene)) for scene in scenes}
     answered_on = {scene: sum(1 for report in reports.values() if report["requests"].get(scene)) for scene in scenes}
     return {"replicas": len(reports), "requests": 8 * requests_each, "seconds": seconds, "errors": len(errors),
@@ -167,7 +156,7 @@ def open_elsewhere(cluster, directory: Path) -> dict:
     body = pick_body(scene)
     pick = f"/scenes/{scene['id']}/pick"
     request(url, "POST", pick, body, {"Content-Type": "application/json"})
-    reports = replica_reports(cluster)
+    reports = cluster.replica_reports()
     fresh = [name for name, report in reports.items() if scene["id"] not in report["scenes"]]
     if not fresh:
         return {"triangles": triangles, "note": "every replica already holds it"}
@@ -180,21 +169,6 @@ def open_elsewhere(cluster, directory: Path) -> dict:
     request(there, "POST", pick, body, headers)
     second = time.perf_counter() - start
     return {"triangles": triangles, "status": status, "first_s": first, "next_s": second}
-
-
-def holder(cluster, scene: str, timeout: float = 30.0) -> dict:
-    """The report of the replica HAProxy sends ``scene``'s requests to: the one whose count of
-    the scene's requests grows with one more request."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        before = replica_reports(cluster)
-        request(cluster.url, "GET", f"/scenes/{scene}/objects/0")
-        after = replica_reports(cluster)
-        serving = [report for name, report in after.items() if name in before
-                   and report["requests"].get(scene, 0) > before[name]["requests"].get(scene, 0)]
-        if len(serving) == 1:
-            return serving[0]
-    raise RuntimeError(f"no one replica answers {scene}'s requests")
 
 
 def edits_through_kills(cluster, edits: int) -> dict:
@@ -213,7 +187,7 @@ def edits_through_kills(cluster, edits: int) -> dict:
     with httpx.Client(base_url=cluster.url, timeout=5) as client:
         for number in range(edits):
             if number in (edits // 3, 2 * edits // 3):
-                victim = holder(cluster, scene)
+                victim = cluster.serving(scene)
                 if number == edits // 3:
                     pid, what = victim["pid"], "replica"
                 else:

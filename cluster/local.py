@@ -166,6 +166,42 @@ class Cluster:
                     found[fields[3].rsplit("-", 1)[1]] = f"http://{fields[4]}:{fields[18]}"
         return found
 
+    def replica_reports(self) -> dict[str, dict]:
+        """``GET /cluster/replica`` from each replica at its own port (``cluster/serve_app.py``):
+        the reports by replica id, of the replicas that answered."""
+        reports = {}
+        for url in self.replicas().values():
+            try:
+                with urllib.request.urlopen(f"{url}/cluster/replica", timeout=10) as answer:
+                    report = json.loads(answer.read())
+            except (urllib.error.URLError, OSError):
+                continue  # a replica HAProxy still lists, already gone
+            reports[report["replica"]] = report
+        return reports
+
+    def serving(self, scene: str, timeout: float = 30.0) -> dict:
+        """The report of the replica HAProxy sends ``scene``'s requests to now: the one whose count
+        of the scene's requests grows with one more request.
+
+        Raises
+        ------
+        TimeoutError
+            No one replica was seen answering within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            before = self.replica_reports()
+            try:
+                urllib.request.urlopen(f"{self.url}/scenes/{scene}/objects/0", timeout=10).close()
+            except (urllib.error.URLError, OSError):
+                pass  # counted all the same, or the next round asks again
+            after = self.replica_reports()
+            serving = [report for replica, report in after.items() if replica in before
+                       and report["requests"].get(scene, 0) > before[replica]["requests"].get(scene, 0)]
+            if len(serving) == 1:
+                return serving[0]
+        raise TimeoutError(f"no one replica answered {scene}'s requests within {timeout:.0f} s")
+
 
 def _ray(*arguments: str) -> list[str]:
     return [str(Path(sys.executable).parent / "ray"), *arguments]

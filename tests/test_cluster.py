@@ -70,22 +70,6 @@ def triangle_scene(http) -> str:
     return response.json()["id"]
 
 
-def replica_reports(cluster) -> dict:
-    """``GET /cluster/replica`` from each replica at its own port: their reports by replica id."""
-    import httpx
-
-    reports = {}
-    for replica, url in cluster.replicas().items():
-        try:
-            answer = httpx.get(f"{url}/cluster/replica", timeout=10)
-        except httpx.TransportError:
-            continue  # a replica HAProxy still lists, already gone
-        if answer.status_code == 200:
-            assert answer.json()["replica"] == replica
-            reports[replica] = answer.json()
-    return reports
-
-
 @pytest.mark.cluster
 def test_haproxy_balances_by_scene_and_resends_what_a_dead_replica_never_answered(cluster):
     """The settings SERVE_TUNING gives Serve reached the configuration HAProxy runs."""
@@ -97,7 +81,8 @@ def test_haproxy_balances_by_scene_and_resends_what_a_dead_replica_never_answere
     assert "balance uri depth 2\n" in text
     assert "retry-on conn-failure empty-response\n" in text and "option redispatch" in text
     assert "retries 6\n" in text and "error-limit 1 on-error mark-down" in text
-    assert len(cluster.replicas()) == 3
+    # Each replica HAProxy lists answers at its own port under the id HAProxy names it by.
+    assert len(cluster.replicas()) == 3 and set(cluster.replica_reports()) == set(cluster.replicas())
 
 
 @pytest.mark.cluster
@@ -211,7 +196,7 @@ def test_twenty_scenes_under_mixed_load_are_each_held_by_at_most_two_replicas(cl
     for thread in threads:
         thread.join()
     assert not failures, failures[:3]
-    reports = replica_reports(cluster)
+    reports = cluster.replica_reports()
     assert len(reports) == 3
     # The limit the cluster fixture set through the deployment's runtime_env reached each replica.
     assert all(report["scenes_per_replica"] == 12 and len(report["scenes"]) <= 12 for report in reports.values())
@@ -298,30 +283,15 @@ def assert_survived(stream: Stream) -> None:
     assert len(stream.acknowledged) > 50
 
 
-def holder_of(cluster, http, scene: str, timeout: float = 30.0) -> dict:
-    """The report of the replica HAProxy sends ``scene``'s requests to now: the one whose count
-    of the scene's requests grows with one more request."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        before = replica_reports(cluster)
-        http.get(f"/scenes/{scene}/objects/0")
-        after = replica_reports(cluster)
-        serving = [report for replica, report in after.items() if replica in before
-                   and report["requests"].get(scene, 0) > before[replica]["requests"].get(scene, 0)]
-        if len(serving) == 1:
-            return serving[0]
-    raise AssertionError(f"no one replica answers {scene}'s requests")
-
-
 @pytest.mark.cluster
 def test_kill_9_of_a_replica_during_picks_and_edits(cluster, http, triangle_scene):
     with Stream(cluster.url, triangle_scene) as stream:
         time.sleep(2)
-        victim = holder_of(cluster, http, triangle_scene)
+        victim = cluster.serving(triangle_scene)
         stream.kill(victim["pid"])
         time.sleep(12)
     # Another replica holds the scene now, and answered picks within 5 s of the kill.
-    assert holder_of(cluster, http, triangle_scene)["pid"] != victim["pid"]
+    assert cluster.serving(triangle_scene)["pid"] != victim["pid"]
     assert_survived(stream)
     last = max(stream.acknowledged)
     # The last acknowledged edit is the one the scene holds: none was lost.
@@ -332,7 +302,7 @@ def test_kill_9_of_a_replica_during_picks_and_edits(cluster, http, triangle_scen
 def test_kill_9_of_a_worker_nodes_raylet_during_picks_and_edits(cluster, http, triangle_scene):
     with Stream(cluster.url, triangle_scene) as stream:
         time.sleep(2)
-        victim = holder_of(cluster, http, triangle_scene)
+        victim = cluster.serving(triangle_scene)
         raylets = []
         for which in ("worker0", "worker1"):
             under = cluster.node_processes(which)
@@ -341,7 +311,7 @@ def test_kill_9_of_a_worker_nodes_raylet_during_picks_and_edits(cluster, http, t
         assert raylets, "the holder's node has no raylet"
         stream.kill(raylets[0])
         time.sleep(15)
-    assert holder_of(cluster, http, triangle_scene)["node"] != victim["node"]
+    assert cluster.serving(triangle_scene)["node"] != victim["node"]
     assert_survived(stream)
     last = max(stream.acknowledged)
     assert http.get(f"/scenes/{triangle_scene}/objects/0").json()["name"] == stream.acknowledged[last]
