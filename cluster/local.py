@@ -4,14 +4,14 @@
 
 - SeaweedFS (``cluster.seaweedfs``), the S3-compatible store, data in ``seaweedfs/``;
 - a Ray head (``ray start --head --block``) with no CPUs of its own, so that it
-  runs only Serve's controller and HTTP proxy, and two worker nodes with one
+  runs only Serve's controller and HAProxy (see SERVE_TUNING), and two worker nodes with one
   logical CPU each, where the three replicas (half a CPU each) run; all on
   loopback addresses and free ports (Ray's nodes on 127.0.0.2, see
   NODE_IP), no dashboard, Ray's files under a temp dir of their own (not ``/tmp/ray``, which another cluster on the machine may use);
 - the app, from a copy of ``cluster/serve.yaml`` with this cluster's HTTP port,
   store and data directory (``serve.yaml`` here), by ``serve run --non-blocking``;
 
-waits until ``/ready`` answers 200 on Serve's HTTP port, prints the URL, and
+waits until every replica, then HAProxy, answers ``/ready`` with 200, prints the URL, and
 records every process it started in ``pids.json``. ``python -m cluster.local
 down`` (``make cluster-down``) stops them by those ids and their descendants
 (never ``ray stop``, which would stop every Ray cluster of the user).
