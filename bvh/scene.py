@@ -36,6 +36,7 @@ from .frustum import (BLOCK, INSIDE, OUTSIDE, all_triangles_within_frustum, any_
                       boxes_in_frustum, check_planes, objects_meet_frustum, planes_to_object_space,
                       triangles_in_frustum, triangles_within_frustum)
 from .idbuffer import IdBuffer, missed as id_buffer_missed, trace as trace_id_buffer
+from .interpolation import interpolate
 from .config import BuildConfig
 from .hits import (SceneAllHits, SceneClosestPoints, SceneContains, SceneHits, SceneSphereHits, Selection, dot_rows,
                    face_normals, unit_rows)
@@ -1886,33 +1887,14 @@ class Scene:
 
     @staticmethod
     def _interpolate(snap: _Snapshot, objects, meshes, triangles, u, v, normal):
-        """Shading normals and texture coordinates of mesh hits, by barycentrics."""
-        pack = snap.pack
-        shading = normal.copy()
-        # empty and fill: np.full costs four times as much for a click's one row.
-        uv = np.empty((objects.shape[0], 2))
-        uv.fill(np.nan)
+        """Shading normals and texture coordinates of mesh hits, by barycentrics
+        (:func:`bvh.interpolation.interpolate`)."""
         if not snap.interpolates:
-            return shading, uv
-        on_mesh = np.flatnonzero(meshes >= 0)
-        if on_mesh.size == 0:
-            return shading, uv
-        mesh = meshes[on_mesh]
-        corners = pack.faces[pack.face_start[mesh] + triangles[on_mesh]] + pack.vertex_start[mesh][:, None]
-        weights = np.stack([1.0 - u[on_mesh] - v[on_mesh], u[on_mesh], v[on_mesh]], axis=1)
-        with_normals = pack.has_normals[mesh]
-        if with_normals.any():
-            rows = on_mesh[with_normals]
-            local = np.einsum("nk,nkc->nc", weights[with_normals], pack.normals[corners[with_normals]])
-            linear_inv = snap.inverse[objects[rows], :, :3]
-            world = np.einsum("nji,nj->ni", linear_inv, local)
-            length = np.linalg.norm(world, axis=1)
-            usable = length > 0.0
-            shading[rows[usable]] = world[usable] / length[usable, None]
-        with_uvs = pack.has_uvs[mesh]
-        if with_uvs.any():
-            uv[on_mesh[with_uvs]] = np.einsum("nk,nkc->nc", weights[with_uvs], pack.uvs[corners[with_uvs]])
-        return shading, uv
+            # empty and fill: np.full costs four times as much for a click's one row.
+            uv = np.empty((objects.shape[0], 2))
+            uv.fill(np.nan)
+            return normal.copy(), uv
+        return interpolate(snap.pack, snap.inverse, objects, meshes, triangles, u, v, normal)
 
     def closest_point(self, points, max_distance=np.inf, mask=ALL_BITS, objects=None,
                       exclude=None) -> SceneClosestPoints:
