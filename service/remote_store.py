@@ -154,9 +154,6 @@ class RemoteSceneStore(SceneStore):
         self._deleted_checked: dict[str, float] = {}
         #: Per scene, the newest checkpoint this process uploaded.
         self._uploaded: dict[str, int] = {}
-        #: One checkpoint of a scene at a time: the background thread's save finishing after an
-        #: explicit one would leave the older state in the cache's manifest, and upload nothing newer.
-        self._checkpointing: dict[str, threading.Lock] = {}
 
     def _remove_dead_caches(self) -> None:
         for entry in os.scandir(self.root_dir):
@@ -517,15 +514,10 @@ class RemoteSceneStore(SceneStore):
             log.warning("scene %s: summary not written (%s)", stored.id, error.detail)
 
     # ------------------------------------------------------------ checkpoints
-    def checkpoint(self, scene_id: str) -> None:
-        """The embedded checkpoint in the cache, then its upload once its number is in the store."""
-        with self._locks_guard:
-            lock = self._checkpointing.setdefault(scene_id, threading.Lock())
-        with lock:
-            self._checkpoint_and_upload(scene_id)
-
-    def _checkpoint_and_upload(self, scene_id: str) -> None:
-        super().checkpoint(scene_id)
+    def _checkpoint(self, scene_id: str) -> None:
+        """The embedded checkpoint in the cache, then its upload once its number is in the store
+        (with the scene's checkpoint lock held: see ``SceneStore.checkpoint``)."""
+        super()._checkpoint(scene_id)
         stored = self._scenes.get(scene_id)
         if stored is None:
             return

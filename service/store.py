@@ -446,6 +446,8 @@ class SceneStore:
         self._tasks: set = set()
         self._checkpoint_wake = threading.Event()
         self._checkpoint_thread: threading.Thread | None = None
+        #: Per scene, held through a checkpoint: one at a time (see :meth:`checkpoint`).
+        self._checkpointing: dict[str, threading.Lock] = {}
         self._closed = False
         #: Set once start-up has opened the saved scenes and warmed the pick path (see ``service.app``).
         self.ready = False
@@ -1063,7 +1065,19 @@ class SceneStore:
         Edits go on while the checkpoint is written (``Scene.save`` holds the
         scene only while it copies the object table); the journal is restarted
         under the edit locks, keeping the records the checkpoint may not hold.
+        Checkpoints of one scene run one at a time: two interleaved (the
+        background thread's and an eviction's, or a caller's) would each
+        restart the journal from a position taken before the other's restart,
+        and a new journal file may get the old one's inode number back, so that
+        the position looks valid and is not.
         """
+        with self._locks_guard:
+            lock = self._checkpointing.setdefault(scene_id, threading.Lock())
+        with lock:
+            self._checkpoint(scene_id)
+
+    def _checkpoint(self, scene_id: str) -> None:
+        """:meth:`checkpoint`'s work, with the scene's checkpoint lock held."""
         stored = self._scenes.get(scene_id)
         if stored is None:
             return
