@@ -70,9 +70,9 @@ _NODE_PORTS = ("node_manager", "object_manager", "metrics_export", "dashboard_ag
 #: replicas stays the same. (Serve's template leaves HAProxy's hash type at ``map-based``: when
 #: a replica is lost or added, most scenes move; each then opens on its new replica from the
 #: store and its old copy leaves by the LRU.)
-#: A request whose replica dies under it (nothing answered: ``empty-response``) is sent again
-#: to another replica (``option redispatch 1`` in Serve's template) rather than answered 500;
-#: so is one that finds its replica gone (``conn-failure``). A hash sends a retry to the same
+#: A request whose replica dies under it (nothing answered: ``empty-response``; half a header:
+#: ``junk-response``) is sent again to another replica (``option redispatch 1`` in Serve's
+#: template) rather than answered 500; so is one that finds its replica gone (``conn-failure``). A hash sends a retry to the same
 #: replica until HAProxy counts it down: one connection error does that (a false alarm is
 #: undone by the next two health checks, 0.5 s), and six retries outlast the two replicas a
 #: node of the local cluster carries (a raylet's kill takes both).
@@ -83,7 +83,7 @@ _NODE_PORTS = ("node_manager", "object_manager", "metrics_export", "dashboard_ag
 SERVE_TUNING = {
     "RAY_SERVE_ENABLE_HA_PROXY": "1",
     "RAY_SERVE_HAPROXY_BALANCE_ALGORITHM": "uri depth 2",
-    "RAY_SERVE_HAPROXY_RETRY_ON": "conn-failure empty-response",
+    "RAY_SERVE_HAPROXY_RETRY_ON": "conn-failure empty-response junk-response",
     "RAY_SERVE_HAPROXY_RETRIES": "6",
     "RAY_SERVE_HAPROXY_OBSERVE_ERROR_LIMIT": "1",
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",

@@ -79,7 +79,7 @@ def test_haproxy_balances_by_scene_and_resends_what_a_dead_replica_never_answere
     assert configs, "HAProxy wrote no configuration"
     text = open(max(configs, key=os.path.getmtime)).read()
     assert "balance uri depth 2\n" in text
-    assert "retry-on conn-failure empty-response\n" in text and "option redispatch" in text
+    assert "retry-on conn-failure empty-response junk-response\n" in text and "option redispatch" in text
     assert "retries 6\n" in text and "error-limit 1 on-error mark-down" in text
     # Each replica HAProxy lists answers at its own port under the id HAProxy names it by.
     assert len(cluster.replicas()) == 3 and set(cluster.replica_reports()) == set(cluster.replicas())
@@ -269,12 +269,19 @@ class Stream:
 RECOVERY_SECONDS = 15.0
 
 
+#: What HAProxy answers when every retry of a request failed (Serve's template maps its own 502,
+#: 503 and 504 to this). Rare: a replica killed in the middle of its answer's headers, say.
+INGRESS_GAVE_UP = (500, None, "Internal Server Error")
+
+
 def assert_survived(stream: Stream) -> None:
-    """Never a wrong answer; a refusal only as 503 with Retry-After (or a dropped connection,
-    which a client retries); picks answered again after the kill, and until the end."""
+    """Never a wrong answer; a refusal only as the app's 503 with Retry-After, a dropped
+    connection or, once, HAProxy's own 500 when its retries ran out (a client retries all
+    three); picks answered again after the kill, and until the end."""
     assert not stream.wrong, stream.wrong[:3]
-    assert all(status == "transport" or (status == 503 and retry) for status, retry, _ in stream.refused), \
-        stream.refused[:5]
+    assert all(status == "transport" or (status == 503 and retry) or (status, retry, text) == INGRESS_GAVE_UP
+               for status, retry, text in stream.refused), stream.refused[:5]
+    assert stream.refused.count(INGRESS_GAVE_UP) <= 1, stream.refused[:5]
     after = [when for when in stream.answered if when > stream.killed_at]
     assert after and after[0] - stream.killed_at <= RECOVERY_SECONDS, (after[:1], stream.refused[:5])
     gaps = np.diff([stream.killed_at, *after])
