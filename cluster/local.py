@@ -479,13 +479,28 @@ def _stop_trees(pids: list[int], timeout: float) -> None:
     psutil.wait_procs(alive, timeout=5)
 
 
+def _haproxies(temp_dir: str) -> list[int]:
+    """HAProxy processes of the cluster whose files are under ``temp_dir``: Serve's HAProxy
+    manager starts HAProxy as a child that outlives it when the node is stopped (init adopts it,
+    still holding the API's port)."""
+    import psutil
+
+    mark = os.path.join(temp_dir, "h", "")
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        if any(mark in argument for argument in process.info["cmdline"] or ()):
+            found.append(process.info["pid"])
+    return found
+
+
 def down(directory: Path = Path("cluster-data"), timeout: float = 10.0) -> list[int]:
     """Stop what :func:`up` started in ``directory``, by the ids in ``pids.json``.
 
     Returns
     -------
     list of int
-        The ids of the process trees it stopped (workers, head, SeaweedFS).
+        The ids of the process trees it stopped (workers, head, SeaweedFS; not the HAProxy
+        processes it stops after them).
     """
     directory = Path(directory).resolve()
     record = directory / PIDS_FILE
@@ -495,6 +510,8 @@ def down(directory: Path = Path("cluster-data"), timeout: float = 10.0) -> list[
     roots = [pid for pid in [*pids.get("workers", []), pids.get("head"), pids.get("seaweedfs")] if pid is not None]
     _stop_trees(roots, timeout)
     temp_dir = pids.get("temp_dir")
+    if temp_dir:
+        _stop_trees(_haproxies(temp_dir), timeout)
     if temp_dir and Path(temp_dir).name.startswith("pick-ray-"):
         shutil.rmtree(temp_dir, ignore_errors=True)
     record.unlink()

@@ -53,6 +53,8 @@ def cluster(tmp_path_factory):
         pytest.skip(f"the local Ray cluster did not start here: {error}")
     yield started
     local.down(directory)
+    # Nothing of the cluster outlives it: not even HAProxy, whose manager's death leaves it to init.
+    assert not local._haproxies(started.pids["temp_dir"])
 
 
 @pytest.fixture(scope="module")
