@@ -25,9 +25,8 @@ replica) until its LRU lets it go.
 ``GET /cluster/replica`` answers, from the replica that receives it, its
 Serve replica id, node, process id, the scenes it holds (least recently used
 first), how many times it loaded each and how many requests naming each it
-answered: the tests and ``bench/cluster.py``
-ask each replica at its own port (``cluster.local.Cluster.replicas``) and
-measure affinity with it.
+answered: the tests and ``bench/cluster.py`` ask each replica at its own port
+(``cluster.local.Cluster.replicas``) and measure affinity with it.
 """
 
 import logging

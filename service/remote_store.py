@@ -516,7 +516,9 @@ class RemoteSceneStore(SceneStore):
     # ------------------------------------------------------------ checkpoints
     def _checkpoint(self, scene_id: str) -> None:
         """The embedded checkpoint in the cache, then its upload once its number is in the store
-        (with the scene's checkpoint lock held: see ``SceneStore.checkpoint``)."""
+        (with the scene's checkpoint lock held, see ``SceneStore.checkpoint``: here also because
+        a background save finishing after an explicit one would leave the older state in the
+        cache's manifest, and upload nothing newer)."""
         super()._checkpoint(scene_id)
         stored = self._scenes.get(scene_id)
         if stored is None:
