@@ -133,7 +133,7 @@ def rate(cards: int, count: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cards", type=int, default=2000)
-    parser.add_argument("--rays", type=int, default=200_000)
+    parser.add_argument("--rays", type=int, default=1_000_000)
     args = parser.parse_args()
     agreement()
     rate(args.cards, args.rays)

@@ -40,9 +40,14 @@ Data (:data:`ALPHA_FIELDS`, made by :mod:`bvh.materials` and kept in the
 mesh pack): per mesh the first row of its faces in the alpha face
 table (-1 for a mesh without alpha-tested faces, which costs one load per
 candidate hit and nothing per triangle tested); per face the corners' texture
-coordinates and vertex alphas and its material row (-1: opaque); per material
-its mode, cutoff, factor, the offset and size of its mask in one flat uint8
-array of every mask, and its wrap modes.
+coordinates and vertex alphas, the rectangle of texture space where it may
+pass, and its material row (-1: opaque); per material its mode, cutoff,
+factor, the offset and size of its mask in one flat uint8 array of every
+mask, and its wrap modes.
+
+Alpha-tested walks read node boxes bounding only the parts of the faces
+that may pass (:mod:`bvh.alpha_bounds`), so rays do not enter boxes for the
+transparent corners of leaf cards; the test above still decides every hit.
 """
 
 import math
@@ -61,10 +66,13 @@ REPEAT, CLAMP_TO_EDGE, MIRRORED_REPEAT = 10497, 33071, 33648
 MODE, CUTOFF, FACTOR, OFFSET, WIDTH, HEIGHT, WRAP_S, WRAP_T = range(8)
 MATERIAL_COLUMNS = 8
 
-#: Columns of a face row (float32): the corners' texture coordinates, then
-#: their vertex alphas.
-S0, T0, S1, T1, S2, T2, A0, A1, A2 = range(9)
-FACE_COLUMNS = 9
+#: Columns of a face row (float32): the corners' texture coordinates, their
+#: vertex alphas, then the rectangle of texture space outside which no hit on
+#: the face can pass the alpha test (``bvh.alpha_bounds``: what the alpha-tested
+#: walks' tighter boxes bound; lower corner above the upper for a face that
+#: never passes).
+S0, T0, S1, T1, S2, T2, A0, A1, A2, S_LO, T_LO, S_HI, T_HI = range(13)
+FACE_COLUMNS = 13
 
 #: Texel coordinates are clamped to this before they become integers, so
 #: that a texture coordinate of 1e30 wraps instead of overflowing.
@@ -84,7 +92,8 @@ _TEXEL_LIMIT = 2.0 ** 52
 #: - ``face_index`` (T,) int32: face of each packed triangle row (the scene's);
 #: - ``mesh_alpha_start`` (K,) int64: first row of each mesh's faces in
 #:   ``faces``, -1 for none;
-#: - ``faces`` (J, 9) float32: per face ``s0, t0, s1, t1, s2, t2, a0, a1, a2``;
+#: - ``faces`` (J, 13) float32: per face ``s0, t0, s1, t1, s2, t2, a0, a1, a2``
+#:   and the rectangle ``s_lo, t_lo, s_hi, t_hi``;
 #: - ``face_material`` (J,) int32: row of ``materials`` of each face, -1 for opaque;
 #: - ``materials`` (M, 8) float64: ``mode, cutoff, factor, offset, width,
 #:   height, wrap_s, wrap_t``;

@@ -19,8 +19,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .alpha import (A0, BLEND, CLAMP_TO_EDGE, CUTOFF, FACE_COLUMNS, FACTOR, HEIGHT, MASK, MATERIAL_COLUMNS,
-                    MIRRORED_REPEAT, MODE, OFFSET, REPEAT, WIDTH, WRAP_S, WRAP_T)
+from .alpha import (A0, BLEND, CLAMP_TO_EDGE, CUTOFF, FACTOR, HEIGHT, MASK, MATERIAL_COLUMNS,
+                    MIRRORED_REPEAT, MODE, OFFSET, REPEAT, S_LO, WIDTH, WRAP_S, WRAP_T)
+from .alpha_bounds import opaque_rects
 from .validation import real_array
 
 #: glTF ``alphaMode`` names and their codes (OPAQUE faces are never tested).
@@ -152,8 +153,10 @@ class PackedAlpha(NamedTuple):
 
     Attributes
     ----------
-    faces : (F, 9) float32
-        Per face: the corners' texture coordinates, then their vertex alphas.
+    faces : (F, 13) float32
+        Per face: the corners' texture coordinates, their vertex alphas, and
+        the rectangle of texture space where it may pass the alpha test
+        (``bvh.alpha_bounds``).
     face_material : (F,) int32
         Material row of each face within this mesh, -1 for an opaque face.
     materials : (M, 8) float64
@@ -226,9 +229,12 @@ def pack_mesh_alpha(alpha: MeshAlpha | None, vertex_count: int, faces: np.ndarra
         if m.mask is not None:
             texels.append(m.mask.reshape(-1))
             offset += m.mask.size
-    return PackedAlpha(faces=np.ascontiguousarray(packed_faces, np.float32).reshape(face_count, FACE_COLUMNS),
-                       face_material=local.astype(np.int32), materials=rows,
-                       texels=np.concatenate(texels) if texels else np.zeros(0, np.uint8))
+    texels = np.concatenate(texels) if texels else np.zeros(0, np.uint8)
+    packed_faces = np.ascontiguousarray(packed_faces, np.float32).reshape(face_count, S_LO)
+    local = local.astype(np.int32)
+    rects = opaque_rects(packed_faces, local, rows, texels)
+    return PackedAlpha(faces=np.ascontiguousarray(np.concatenate([packed_faces, rects], axis=1)),
+                       face_material=local, materials=rows, texels=texels)
 
 
 def _not_material(value):

@@ -22,6 +22,7 @@ from .builder import binned_sah_build
 from .config import BuildConfig
 from . import alpha as alpha_columns
 from .alpha import FACE_COLUMNS, MATERIAL_COLUMNS
+from .alpha_bounds import build_boxes, opaque_rects, whole_boxes
 from .materials import PackedAlpha, alpha_of_rows, pack_mesh_alpha
 from .node_layout import CHILD_COUNT, CHILD_FIRST, EMPTY_MIN, MAX_X, MIN_X, WIDTH, aligned_empty, \
     collapse_to_wide, rebase
@@ -87,8 +88,10 @@ class MeshPack(NamedTuple):
     mesh_alpha_start : (K,) int64
         First row of each mesh's faces in the alpha face table, -1 for a
         mesh without alpha-tested faces (see :mod:`bvh.alpha`).
-    alpha_faces : (J, 9) float32
-        Per face of those meshes: its corners' texture coordinates and vertex alphas.
+    alpha_faces : (J, 13) float32
+        Per face of those meshes: its corners' texture coordinates and vertex
+        alphas, and the rectangle of texture space where it may pass the
+        alpha test (``bvh.alpha_bounds``).
     alpha_face_material : (J,) int32
         Row of ``alpha_materials`` of each of those faces, -1 for an opaque one.
     alpha_materials : (A, 8) float64
@@ -242,10 +245,17 @@ def build_chunk(vertices, faces, normals=None, uvs=None, source_face=None, confi
     if data.face_index.shape[0] == 0:
         raise ValueError(f"the mesh has no triangle of non-zero area (all {faces.shape[0]} faces are degenerate)")
     config = config or BuildConfig()
-    tree = binned_sah_build(data.boxes, data.centroids, config)
+    boxes, centroids = data.boxes, data.centroids
+    if packed_alpha is not None:
+        # Shaped for the alpha-tested walks (bvh.alpha_bounds), boxing whole triangles.
+        boxes = build_boxes(data.vertices, data.face_index, packed_alpha.faces, packed_alpha.face_material)
+        centroids = (boxes[:, :3] + boxes[:, 3:]) * 0.5
+    tree = binned_sah_build(boxes, centroids, config)
     if tree.depth >= MAX_DEPTH:
         raise ValueError(f"the builder made a tree of depth {tree.depth}; traversal supports < {MAX_DEPTH}")
     nodes = collapse_to_wide(tree)
+    if packed_alpha is not None:
+        nodes = whole_boxes(nodes, np.ascontiguousarray(data.vertices[tree.order]))
     boxes = cover_boxes(nodes)
     scale = float(np.linalg.norm(boxes[:, 3:].max(axis=0) - boxes[:, :3].min(axis=0)))
     return MeshChunk(nodes=nodes, tris=np.ascontiguousarray(data.vertices[tree.order]),
@@ -378,6 +388,29 @@ def check_alpha(pack: MeshPack) -> None:
                 and (width >= 0).all() and ((width == 0) | (height > 0)).all()
                 and (offset + width * height <= texels.shape[0]).all()):
             raise ValueError("an alpha material's mask lies outside alpha_texels")
+
+
+def with_opaque_rects(arrays: dict) -> dict:
+    """The arrays of a scene saved before ``bvh.alpha_bounds``, whose alpha
+    faces have no rectangles (9 columns): checked as :func:`check_alpha`
+    checks them, then given their rectangles.
+
+    Raises
+    ------
+    ValueError
+        As :func:`check_alpha`.
+    """
+    faces = np.asarray(arrays["alpha_faces"], np.float32)
+    if faces.ndim != 2 or faces.shape[1] != alpha_columns.S_LO:
+        raise ValueError("the alpha arrays do not have their shapes")
+    padded = np.concatenate([faces, np.zeros((faces.shape[0], FACE_COLUMNS - alpha_columns.S_LO), np.float32)],
+                            axis=1)
+    pack = MeshPack(**{name: np.asarray(arrays[name]) for name in ARRAY_NAMES if name != "alpha_faces"},
+                    alpha_faces=padded)
+    check_alpha(pack)
+    padded[:, alpha_columns.S_LO:] = opaque_rects(faces, pack.alpha_face_material, pack.alpha_materials,
+                                                  pack.alpha_texels)
+    return {**arrays, "alpha_faces": padded}
 
 
 def mesh_alpha(pack: MeshPack, mesh: int):

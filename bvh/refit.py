@@ -34,14 +34,14 @@ NEGATIVE_SMALLEST = np.int32(-2 ** 31 + 1)
 
 
 @jit_inline
-def _pad_outwards(bits, node, lo, hi):
+def _pad_outwards(bits, node, lo, hi, steps=BOX_PADDING_ULPS):
     """Move the float32 box faces ``bits[node, lo]`` (down) and ``bits[node,
-    hi]`` (up), read as int32, ``BOX_PADDING_ULPS`` representable values
-    outwards: ``np.nextafter`` on the bit pattern, for finite values, without
-    its library call (which took a fifth of a refit). Stepping a positive
+    hi]`` (up), read as int32, ``steps`` representable values outwards:
+    ``np.nextafter`` on the bit pattern, for finite values, without its
+    library call (which took a fifth of a refit). Stepping a positive
     float32's bits by one moves it one value away from zero, a negative's
     towards zero; zero of either sign steps to the smallest subnormal."""
-    for _ in range(BOX_PADDING_ULPS):
+    for _ in range(steps):
         low = bits[node, lo]
         if low == 0:
             bits[node, lo] = NEGATIVE_SMALLEST

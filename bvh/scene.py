@@ -27,8 +27,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import (closest_point as closest_point_kernels, line_point_pack, lines_points, overlap as overlap_kernels,
-               scene_kernels, sphere_cast as sphere_cast_kernels, winding)
+from . import (alpha as alpha_columns, closest_point as closest_point_kernels, line_point_pack, lines_points,
+               overlap as overlap_kernels, scene_kernels, sphere_cast as sphere_cast_kernels, winding)
 from .scene_kernels import SceneArrays
 from ._jit import FAR
 from .builder import binned_sah_build
@@ -42,7 +42,8 @@ from .hits import (SceneAllHits, SceneClosestPoints, SceneContains, SceneHits, S
                    face_normals, unit_rows)
 from .mesh_pack import ARRAY_NAMES, MeshPack, append, build_chunk, empty_pack, freeze, mesh_inputs, refit_chunk, \
     replace
-from .mesh_pack import ALPHA_ARRAY_NAMES, alpha_defaults, check_alpha, mesh_alpha
+from .mesh_pack import ALPHA_ARRAY_NAMES, alpha_defaults, check_alpha, mesh_alpha, with_opaque_rects
+from .alpha_bounds import tight_nodes
 from .materials import DEFAULT_CUTOFF, MeshAlpha
 from .refit import check_refit_vertices, refit_top_level
 from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, aligned_empty, collapse_to_wide
@@ -217,6 +218,10 @@ class _Snapshot:
             links=nodes.view(np.int32).reshape(-1), tris=pack.tris.reshape(-1), face_index=pack.face_index,
             shape_start=_frozen(shape_start), shape_data=_frozen(shape_data), mesh_scale=pack.mesh_scale)
         self.has_alpha = bool((pack.mesh_alpha_start >= 0).any())
+        self.has_blend = bool((pack.alpha_materials[:, alpha_columns.MODE] == alpha_columns.BLEND).any())
+        #: The nodes alpha-tested walks read (``bvh.alpha_bounds``), set by
+        #: ``Scene._next_snapshot`` when ``has_alpha``.
+        self.tight_nodes = None
         self.alpha_arrays = (self.arrays.mesh_of, pack.face_index, pack.mesh_alpha_start, pack.alpha_faces,
                              pack.alpha_face_material, pack.alpha_materials, pack.alpha_texels)
 
@@ -362,6 +367,16 @@ class _Snapshot:
         """The alpha-tested leaf tests' tuple for a query (``bvh.alpha.ALPHA_FIELDS``):
         testing off when the query turns it off or no face is alpha-tested."""
         return (alpha_test and self.has_alpha, alpha_cutoff) + self.alpha_arrays
+
+    def traced(self, arrays: SceneArrays, alpha_test: bool, alpha_cutoff: float) -> tuple[SceneArrays, tuple]:
+        """``(arrays, alpha)`` a ray query walks: ``arrays`` (this snapshot's,
+        filtered) with the boxes of ``bvh.alpha_bounds`` when the query tests
+        alpha, and its :meth:`alpha` tuple. A ``BLEND`` face passes everywhere
+        under a cutoff of 0, which those boxes do not bound."""
+        alpha = self.alpha(alpha_test, alpha_cutoff)
+        if alpha[0] and (alpha_cutoff > 0.0 or not self.has_blend):
+            arrays = arrays._replace(nodes=self.tight_nodes.reshape(-1))
+        return arrays, alpha
 
     def line_point_arrays(self) -> tuple[lines_points.LinePointArrays, np.ndarray]:
         """The pick kernel's :class:`bvh.lines_points.LinePointArrays` and the
@@ -883,6 +898,8 @@ class Scene:
         self._params: list[dict] = []
         self._objects_token = uuid.uuid4().hex
         self._snap: _Snapshot | None = None
+        #: ``(pack, bvh.alpha_bounds.tight_nodes(pack))`` of the last pack with alpha-tested faces.
+        self._tight: tuple | None = None
         # Per thread: the snapshot its queries answer from inside ``pinned``.
         self._pins = threading.local()
         self._batching = 0
@@ -1718,6 +1735,10 @@ class Scene:
                          self._inverse[:n].copy(), self._mask[:n].copy(), self._pickable[:n].copy(),
                          self._bounds[:n].copy(), starts.astype(np.int32), shape_data)
         snap.lp_pack = lp_pack
+        if snap.has_alpha:
+            if self._tight is None or self._tight[0] is not pack:
+                self._tight = (pack, _frozen(tight_nodes(pack)))
+            snap.tight_nodes = self._tight[1]
         return snap
 
     def top_level_cost_ratio(self) -> float:
@@ -1836,7 +1857,7 @@ class Scene:
         snap = self._snapshot()
         if snap.has_line_points:
             return self._pick(snap, origins, directions, tmin, tmax, mask, objects, exclude, cull_backfaces,
-                              tolerances, snap.alpha(alpha_test, alpha_cutoff))
+                              tolerances, alpha_test, alpha_cutoff)
         enabled = self._enabled(snap, mask, objects, exclude)
         if not snap.traceable:
             misses = _scene_misses(n)
@@ -1849,8 +1870,7 @@ class Scene:
         t, u, v = np.empty((3, n))
         point, normal = np.empty((2, n, 3))
         front_face = np.empty(n, np.bool_)
-        scene = snap.with_enabled(enabled)
-        alpha = snap.alpha(alpha_test, alpha_cutoff)
+        scene, alpha = snap.traced(snap.with_enabled(enabled), alpha_test, alpha_cutoff)
         tmax = min(tmax, FAR)
         cull_backfaces = bool(cull_backfaces)
         if n <= SERIAL_BATCH:
@@ -1866,7 +1886,7 @@ class Scene:
                          *_surface_kinds(out_object, out_mesh))
 
     def _pick(self, snap: _Snapshot, origins, directions, tmin, tmax, mask, objects, exclude, cull_backfaces,
-              tolerances, alpha) -> SceneHits:
+              tolerances, alpha_test, alpha_cutoff) -> SceneHits:
         """:meth:`intersect` of a scene holding line or point objects: one
         walk over surfaces, segments and points (:mod:`bvh.lines_points`)."""
         lp, box = snap.line_point_arrays()
@@ -1878,7 +1898,8 @@ class Scene:
         front_face = np.empty(n, np.bool_)
         primitive = np.empty(n, np.int8)
         kernel = lines_points.pick_serial if n <= SERIAL_BATCH else lines_points.pick_parallel
-        kernel(snap.arrays, lp, alpha, origins, directions, _tolerance_rows(n, tolerances), box, tmin,
+        arrays, alpha = snap.traced(snap.arrays, alpha_test, alpha_cutoff)
+        kernel(arrays, lp, alpha, origins, directions, _tolerance_rows(n, tolerances), box, tmin,
                min(tmax, FAR), bool(cull_backfaces), out_object, out_mesh, out_triangle, t, u, v, point, normal,
                front_face, primitive, out_set, segment, s, point_index, distance)
         shading_normal, uv = self._interpolate(snap, out_object, out_mesh, out_triangle, u, v, normal)
@@ -2098,7 +2119,7 @@ class Scene:
         if snap.traceable:
             kernel = scene_kernels.occluded_serial if origins.shape[0] <= SERIAL_BATCH \
                 else scene_kernels.occluded_parallel
-            kernel(snap.with_enabled(enabled), snap.alpha(alpha_test, alpha_cutoff), origins, directions, tmin,
+            kernel(*snap.traced(snap.with_enabled(enabled), alpha_test, alpha_cutoff), origins, directions, tmin,
                    min(tmax, FAR), occluded)
         return occluded
 
@@ -2127,8 +2148,7 @@ class Scene:
             none = np.zeros(0, np.int64)
             return SceneAllHits(none, np.zeros(0), none, none, none, np.zeros(0), np.zeros(0), np.zeros((0, 3)),
                                 np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 2)), np.zeros(0, np.bool_))
-        arrays = snap.with_enabled(enabled)
-        alpha = snap.alpha(alpha_test, alpha_cutoff)
+        arrays, alpha = snap.traced(snap.with_enabled(enabled), alpha_test, alpha_cutoff)
         tmax = min(tmax, FAR)
         counts = np.empty(n, np.int64)
         scene_kernels.count_hits_parallel(arrays, alpha, origins, directions, tmin, tmax, counts)
@@ -2390,7 +2410,7 @@ class Scene:
         enabled = self._enabled(snap, mask, objects, exclude)
         if not snap.traceable:
             return id_buffer_missed(camera, normals, barycentrics)
-        return trace_id_buffer(snap.with_enabled(enabled), snap.alpha(alpha_test, alpha_cutoff), camera, tmin,
+        return trace_id_buffer(*snap.traced(snap.with_enabled(enabled), alpha_test, alpha_cutoff), camera, tmin,
                                min(tmax, FAR), cull_backfaces, normals, barycentrics)
 
     def overlap(self, shape, triangles=False, mask=ALL_BITS, objects=None, exclude=None) -> Selection:
@@ -2564,7 +2584,15 @@ class Scene:
         if not any(name in arrays for name in ALPHA_ARRAY_NAMES) and "mesh_root" in arrays:
             # Saved before alpha-tested materials (issue 17): no mesh has any.
             arrays = {**arrays, **alpha_defaults(np.asarray(arrays["mesh_root"]).shape[0])}
+        converted = False
         try:
+            faces = arrays.get("alpha_faces")
+            if faces is not None and np.ndim(faces) == 2 and np.shape(faces)[1] == alpha_columns.S_LO:
+                # Saved before the alpha-tested walks' tighter boxes (bvh.alpha_bounds).
+                arrays = with_opaque_rects(arrays)
+                converted = True
+                _log.info("scene directory %s was saved without the alpha-tested faces' rectangles: they were "
+                          "made on opening (the next save writes them)", directory)
             if saved.version < FORMAT_VERSION:
                 arrays = _rebuilt_trees(arrays)
                 _log.info("scene directory %s was saved in format version %d: its %d meshes' trees were rebuilt "
@@ -2573,8 +2601,8 @@ class Scene:
             scene = cls._from_arrays(saved.metadata, arrays)
         except (KeyError, IndexError, TypeError, ValueError) as error:
             raise ValueError(f"scene directory {directory} is damaged: {error}") from None
-        if saved.version < FORMAT_VERSION:
-            # New trees: the next save must write them, not reuse the old files.
+        if saved.version < FORMAT_VERSION or converted:
+            # New trees or alpha rows: the next save must write them, not reuse the old files.
             scene._pack_token = uuid.uuid4().hex
         return scene
 
