@@ -139,7 +139,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     store = make_store(settings)
     metrics = Metrics(store)
-    live_hub = LiveHub(settings.live_queue)
+    live_hub = LiveHub(settings.live_queue, settings.live_event_ms / 1000.0)
     # The store calls it after every saved edit, this process's or another worker's.
     store.on_change = live_hub.publish
     store.listened = live_hub.listened

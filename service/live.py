@@ -21,6 +21,11 @@ pile up in bounded memory:
   more objects (``PICK_LIVE_QUEUE``), they are dropped and the client is
   owed a resync: the sender then sends the whole object table, current at
   that moment, once.
+
+The sender waits ``event_interval`` (``PICK_LIVE_EVENT_MS``) after each send
+before it takes what is pending again: under many editors' moves, events
+then leave in one write per interval instead of one per turn of the loop
+(each a ``send`` system call, 15% of the loop's time with 32 editors).
 """
 
 import asyncio
@@ -232,10 +237,14 @@ class LiveHub:
     queue_limit : int
         ``PICK_LIVE_QUEUE``: events or objects one subscriber may have
         pending before it is owed a resync.
+    event_interval : float
+        ``PICK_LIVE_EVENT_MS`` in seconds: the least time between two sends
+        of events to one subscriber.
     """
 
-    def __init__(self, queue_limit: int):
+    def __init__(self, queue_limit: int, event_interval: float = 0.0):
         self.queue_limit = queue_limit
+        self.event_interval = event_interval
         self._loop: asyncio.AbstractEventLoop | None = None
         self._subscribers: dict[str, set[Subscriber]] = {}
         self._following: asyncio.Task | None = None

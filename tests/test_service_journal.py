@@ -333,3 +333,17 @@ def test_a_scene_saved_before_journals_is_served_without_a_reload_per_request(tm
     move(reopened, scene_id, 0, 4.0)
     assert [r.seq for r in journal.read_file(first.journal_path)[0]] == [0, 1]
     assert table(SceneStore(tmp_path), scene_id) == table(reopened, scene_id)
+
+
+def test_the_c_heap_is_trimmed_where_glibc_is_and_nothing_breaks_elsewhere(monkeypatch):
+    import ctypes
+
+    from service import store
+
+    assert store.return_free_memory() in (None, 0, 1)
+
+    def missing(name):
+        raise OSError(f"no {name}")
+
+    monkeypatch.setattr(ctypes, "CDLL", missing)
+    assert store._c_heap_trim()() is None

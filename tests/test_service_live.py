@@ -569,6 +569,35 @@ def test_a_stalled_client_stalls_neither_the_publisher_nor_other_clients(server,
         assert len(seen) < 50
 
 
+def test_events_go_to_a_client_at_most_once_per_event_interval(tmp_path):
+    """PICK_LIVE_EVENT_MS (200 here): an event coming within the interval after a send waits
+    for its end and goes out with what else came meanwhile; answers do not wait."""
+    server = LiveServer(tmp_path / "data", live_event_ms=200.0)
+    try:
+        scene_id = server.scene()
+        with opened(server, scene_id) as (ws, hello):
+            version = hello["version"]
+            started = time.monotonic()
+            server.publish(scene_id, moved(0, 1.0, version + 1))
+            assert receive(ws)["version"] == version + 1
+            first = time.monotonic()
+            assert first - started < 0.15
+            server.publish(scene_id, moved(0, 2.0, version + 2))
+            server.publish(scene_id, moved(1, 3.0, version + 3))
+            send(ws, {"type": "pick", "id": "now", "origin": [0.2, 0.2, 1], "direction": [0, 0, -1]})
+            assert receive(ws)["id"] == "now"
+            assert time.monotonic() - first < 0.15
+            assert [receive(ws)["version"] for _ in range(2)] == [version + 2, version + 3]
+            assert time.monotonic() - first >= 0.19
+    finally:
+        server.stop()
+
+
+def test_the_event_interval_is_checked():
+    with pytest.raises(ValueError, match="live_event_ms"):
+        Settings(live_event_ms=-1)
+
+
 def test_events_a_client_falls_behind_on_are_coalesced_per_object():
     window = Window()
     a = {"id": 0, "name": "a"}

@@ -282,9 +282,16 @@ class LiveSession:
 
     async def push(self, subscriber: Subscriber) -> None:
         """Send the scene's events as they come, until cancelled or disconnected."""
+        loop = asyncio.get_running_loop()
+        interval = self.hub.event_interval
+        sent = -interval
         try:
             while True:
+                if interval > 0.0 and (wait := sent + interval - loop.time()) > 0.0:
+                    # What comes meanwhile goes out with what is pending, in one write.
+                    await asyncio.sleep(wait)
                 pending = await subscriber.take()
+                sent = loop.time()
                 if pending is RESYNC:
                     stored = await self.scene()
                     view = stored.view
