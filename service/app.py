@@ -21,6 +21,7 @@ from . import warmup
 from .direct_route import DirectRoutes
 from .errors import http_error, install_error_handlers, method_table
 from .live import LiveHub
+from .memory import limit_arenas
 from .metrics import Metrics
 from .middleware import ApiKeyAuth, BodyLimit, RequestMetrics
 from .openapi import install_schemas
@@ -133,6 +134,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         Default: read from the ``PICK_*`` environment variables.
     """
     settings = settings or get_settings()
+    limit_arenas()
     if not logging.getLogger().handlers:
         # A uvicorn worker process starts without the parent's logging set-up.
         logging.basicConfig(level=settings.log_level.upper(),

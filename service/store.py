@@ -55,8 +55,6 @@ and finds the same view afterwards saw one consistent state
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import json
 import logging
 import mmap
@@ -79,6 +77,7 @@ import bvh
 from bvh.persistence import fsync_directory
 
 from . import edits, journal
+from .memory import return_free_memory
 from .edits import Change
 from .journal import JOURNAL_FILE, JournalWriter, Record
 from starlette.concurrency import run_in_threadpool
@@ -285,25 +284,7 @@ def _file_lock(path: Path, blocking: bool = True):
         os.close(descriptor)
 
 
-def _c_heap_trim() -> Callable[[], None]:
-    """glibc's ``malloc_trim(0)``, or a no-op where there is none."""
-    try:
-        trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return lambda: None
-    trim.argtypes = [ctypes.c_size_t]
-    return lambda: trim(0)
-
-
-#: Gives the C heap's free pages back to the system; the checkpoint thread
-#: calls it every ``TRIM_SECONDS`` while edits come. Edits copy a scene's per-object
-#: arrays when a query still reads the previous ones (1.3 MB of transforms
-#: for 10,000 objects) and checkpoints copy the object table; glibc raises
-#: its mmap threshold to the size of a freed mapped block, so such copies
-#: come from the heap, whose free fragments the process then keeps: +6% of
-#: the server's memory a minute under 32 editors (``bench.load --mix
-#: editors``).
-return_free_memory = _c_heap_trim()
+#: Seconds between two trims of the C heap (``service.memory``) while edits come.
 TRIM_SECONDS = 5.0
 
 

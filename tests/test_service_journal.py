@@ -335,15 +335,19 @@ def test_a_scene_saved_before_journals_is_served_without_a_reload_per_request(tm
     assert table(SceneStore(tmp_path), scene_id) == table(reopened, scene_id)
 
 
-def test_the_c_heap_is_trimmed_where_glibc_is_and_nothing_breaks_elsewhere(monkeypatch):
+def test_the_c_heap_settings_work_here_and_are_no_ops_without_glibc(monkeypatch):
     import ctypes
 
-    from service import store
+    from service import memory
 
-    assert store.return_free_memory() in (None, 0, 1)
+    memory.limit_arenas()
+    memory.return_free_memory()
 
     def missing(name):
         raise OSError(f"no {name}")
 
     monkeypatch.setattr(ctypes, "CDLL", missing)
-    assert store._c_heap_trim()() is None
+    assert memory._glibc() == (None, None)
+    monkeypatch.setattr(memory, "_mallopt", None)
+    monkeypatch.setattr(memory, "_malloc_trim", None)
+    assert memory.limit_arenas() is None and memory.return_free_memory() is None
