@@ -108,7 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rays", type=int, default=10_000)
     parser.add_argument("--points", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--rate-only", action="store_true", help="skip the agreement")
     args = parser.parse_args()
     if not args.rate_only:
