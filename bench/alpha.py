@@ -31,7 +31,8 @@ import numpy as np
 
 import bvh
 from bvh import AlphaMaterial, MeshAlpha
-from tests.alpha_scenes import leaf_mask, quad, write_glb
+from tests import alpha_scenes
+from tests.alpha_scenes import quad, write_glb
 
 MASK_SIZE = 100
 
@@ -63,25 +64,7 @@ def agreement(seed: int = 17) -> None:
 
 def foliage(cards: int, seed: int = 5):
     """``(vertices, faces, alpha)`` of ``cards`` leaf cards in a crown, and a ground quad."""
-    rng = np.random.default_rng(seed)
-    masks = [leaf_mask(seed * 1000 + k, 64) for k in range(8)]
-    vertices, faces, texcoords, face_material = [], [], [], []
-    base = quad(-0.5, -0.5, 0.0)
-    for k in range(cards):
-        # A random rotation (QR of a Gaussian matrix), a random place in the crown.
-        rotation, _ = np.linalg.qr(rng.normal(size=(3, 3)))
-        vertices.append(base["positions"] @ rotation.T + rng.uniform(-5.0, 5.0, 3))
-        faces.append(base["indices"] + 4 * k)
-        texcoords.append(base["texcoords"][0])
-        face_material.append(np.full(2, k % len(masks)))
-    ground = quad(-20.0, -20.0, -6.0, 40.0, 40.0)
-    vertices.append(ground["positions"])
-    faces.append(ground["indices"] + 4 * cards)
-    texcoords.append(ground["texcoords"][0])
-    face_material.append(np.full(2, -1))
-    alpha = MeshAlpha([AlphaMaterial("MASK", mask=m) for m in masks], np.concatenate(face_material),
-                      np.concatenate(texcoords))
-    return np.concatenate(vertices), np.concatenate(faces), alpha
+    return alpha_scenes.foliage(cards, seed)
 
 
 def best_rates(functions: dict, rays: int, rounds: int = 5) -> dict:

@@ -271,7 +271,8 @@ def _leaf_boxes(nodes, links, bits, tris, face_index, node_rows, alpha_start, fa
     """Leaf slots of the node rows ``node_rows[r, 0]:node_rows[r, 1]`` (one
     range per alpha-tested mesh, whose faces start at ``alpha_start[r]``),
     each range in ``chunks`` parallel chunks with their own scratch: the
-    clipped boxes when ``clip``, else the whole triangles' (as built)."""
+    clipped boxes when ``clip`` (within the whole triangles' boxes ``nodes``
+    holds on entry), else the whole triangles' (as built)."""
     for r in range(node_rows.shape[0]):
         first_row, end_row = node_rows[r, 0], node_rows[r, 1]
         start = alpha_start[r]
@@ -306,6 +307,7 @@ def _leaf_boxes(nodes, links, bits, tris, face_index, node_rows, alpha_start, fa
                             nodes[node, hi_face] = -EMPTY_MIN
                             continue
                         low, high = np.float32(lows[axis]), np.float32(highs[axis])
+                        whole_lo, whole_hi = nodes[node, lo_face], nodes[node, hi_face]
                         nodes[node, lo_face] = low
                         nodes[node, hi_face] = high
                         # Whole float32 triangles' boxes are exact, as the build's; a clipped
@@ -313,6 +315,10 @@ def _leaf_boxes(nodes, links, bits, tris, face_index, node_rows, alpha_start, fa
                         inwards = np.float64(low) > lows[axis] or np.float64(high) < highs[axis]
                         _pad_outwards(bits, node, lo_face, hi_face,
                                       BOX_PADDING_ULPS + 1 if inwards else BOX_PADDING_ULPS)
+                        if clip:
+                            # The whole triangles' box holds the clipped parts too: never past it.
+                            nodes[node, lo_face] = max(nodes[node, lo_face], whole_lo)
+                            nodes[node, hi_face] = min(nodes[node, hi_face], whole_hi)
 
 
 @jit

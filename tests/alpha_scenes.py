@@ -15,6 +15,8 @@ import struct
 import numpy as np
 from PIL import Image
 
+from bvh import AlphaMaterial, MeshAlpha
+
 TEXELS = 8
 """Every generated mask is TEXELS x TEXELS; a unit card's texel is 1/8 wide."""
 
@@ -48,6 +50,33 @@ def quad(x0: float, y0: float, z: float, width: float = 1.0, height: float = 1.0
     positions = np.array([[x0, y0, z], [x0 + width, y0, z], [x0 + width, y0 + height, z], [x0, y0 + height, z]])
     texcoords = np.array([[s0, t1], [s1, t1], [s1, t0], [s0, t0]])
     return {"positions": positions, "indices": np.array([[0, 1, 2], [0, 2, 3]]), "texcoords": {0: texcoords}}
+
+
+def foliage(cards: int, seed: int, masks: int = 8, texels: int = 64, spread: float = 5.0,
+            ground=(-20.0, -20.0, -6.0, 40.0), mode: str = "MASK"):
+    """``(vertices, faces, alpha)`` of one mesh: ``cards`` unit leaf cards, each
+    turned at random (QR of a Gaussian matrix) and placed in the cube
+    ``[-spread, spread]^3``, with ``masks`` leafy masks of ``texels^2`` in turn,
+    and an opaque square ground ``(x0, y0, z, side)`` below them."""
+    rng = np.random.default_rng(seed)
+    images = [leaf_mask(seed * 1000 + k, texels) for k in range(masks)]
+    vertices, faces, texcoords, face_material = [], [], [], []
+    base = quad(-0.5, -0.5, 0.0)
+    for k in range(cards):
+        rotation, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        vertices.append(base["positions"] @ rotation.T + rng.uniform(-spread, spread, 3))
+        faces.append(base["indices"] + 4 * k)
+        texcoords.append(base["texcoords"][0])
+        face_material.append(np.full(2, k % masks))
+    x0, y0, z, side = ground
+    floor = quad(x0, y0, z, side, side)
+    vertices.append(floor["positions"])
+    faces.append(floor["indices"] + 4 * cards)
+    texcoords.append(floor["texcoords"][0])
+    face_material.append(np.full(2, -1))
+    alpha = MeshAlpha([AlphaMaterial(mode, mask=m) for m in images], np.concatenate(face_material),
+                      np.concatenate(texcoords))
+    return np.concatenate(vertices), np.concatenate(faces), alpha
 
 
 def write_glb(meshes: list, materials: list, nodes: list) -> bytes:

@@ -18,7 +18,7 @@ from bvh.alpha_bounds import opaque_rects, tight_nodes
 from bvh.materials import pack_mesh_alpha
 from bvh.node_layout import EMPTY_MIN, MAX_X, MIN_X
 
-from .alpha_scenes import leaf_mask, quad
+from .alpha_scenes import foliage, leaf_mask
 from .reference_alpha import wrapped
 
 
@@ -97,24 +97,7 @@ def test_rects_of_faces_without_texture_or_too_many_texels_keep_the_triangle():
 
 def _foliage(cards: int, seed: int, mode: str = "MASK"):
     """A crown of ``cards`` randomly turned leaf cards over an opaque ground."""
-    rng = np.random.default_rng(seed)
-    masks = [leaf_mask(seed * 100 + k, 16) for k in range(4)]
-    vertices, faces, texcoords, material = [], [], [], []
-    base = quad(-0.5, -0.5, 0.0)
-    for k in range(cards):
-        rotation, _ = np.linalg.qr(rng.normal(size=(3, 3)))
-        vertices.append(base["positions"] @ rotation.T + rng.uniform(-2.0, 2.0, 3))
-        faces.append(base["indices"] + 4 * k)
-        texcoords.append(base["texcoords"][0])
-        material.append(np.full(2, k % 4))
-    ground = quad(-5.0, -5.0, -3.0, 10.0, 10.0)
-    vertices.append(ground["positions"])
-    faces.append(ground["indices"] + 4 * cards)
-    texcoords.append(ground["texcoords"][0])
-    material.append(np.full(2, -1))
-    alpha = MeshAlpha([AlphaMaterial(mode, mask=m) for m in masks], np.concatenate(material),
-                      np.concatenate(texcoords))
-    return np.concatenate(vertices), np.concatenate(faces), alpha
+    return foliage(cards, seed, masks=4, texels=16, spread=2.0, ground=(-5.0, -5.0, -3.0, 10.0), mode=mode)
 
 
 def _rays_at_texel_borders(vertices, faces, rng, count):
