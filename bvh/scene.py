@@ -47,7 +47,7 @@ from .alpha_bounds import tight_nodes
 from .materials import DEFAULT_CUTOFF, MeshAlpha
 from .refit import check_refit_vertices, refit_top_level
 from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, aligned_empty, collapse_to_wide
-from .placement import transformed_boxes as _transformed_boxes
+from .placement import place_moves, transformed_boxes as _transformed_boxes
 from .shapes import BOX, KIND_NAMES, LINES, MESH, POINTS, POLYGON, QUAD, REMOVED, SPHERE, make_shape
 from .validation import (MAX_MESH_EXTENT, check_max_distance, check_mesh, check_points, check_radius, check_rays,
                          check_window, real_array)
@@ -81,6 +81,9 @@ TOP_LEVEL_CONFIG = BuildConfig(max_leaf_size=1, min_leaf_size=1)
 #: Transforms whose linear part is closer than this (relative condition
 #: number) to singular are refused: their inverse would be mostly rounding.
 MAX_CONDITION = 1.0e12
+#: Moves of up to this many objects try one compiled call first (an editor's drag; see
+#: ``placement.place_moves``): numpy's fixed cost per call outweighs their arithmetic.
+FAST_MOVES = 256
 
 FORMAT_NAME = "bvh-scene"
 
@@ -893,6 +896,8 @@ class Scene:
         self._bounds = np.zeros((0, 2, 3))
         self._reported = np.zeros((0, 2, 3))
         self._mesh_extremes: dict[int, np.ndarray] = {}
+        #: ``(pack, node_boxes (M, B, 6), exact_boxes (M, 1, 6))`` for :func:`place_moves`.
+        self._placement: tuple | None = None
         self._names: list[str | None] = []
         self._shape_data: list[np.ndarray] = []
         self._params: list[dict] = []
@@ -1517,6 +1522,16 @@ class Scene:
         Vectorised: 10,000 moves cost milliseconds.
         """
         ids, matrices = _check_transform_batch(object_ids, transforms)
+        with self._lock:
+            if 0 < ids.shape[0] <= FAST_MOVES:
+                pack = self._committed_pack()
+                _, node_boxes, exact_boxes = self._placement_boxes(pack)
+                placed = place_moves(ids, matrices, self._count, self._kind, self._mesh_of, MESH, node_boxes,
+                                     exact_boxes, MAX_CONDITION, MAX_MESH_EXTENT)
+                if placed is not None:
+                    matrices[:, 3] = (0.0, 0.0, 0.0, 1.0)
+                    self._move(ids, matrices, *placed)
+                    return
         matrix_problem = _matrix_problems(matrices)
         with self._lock:
             n = self._count
@@ -1552,6 +1567,19 @@ class Scene:
             if ids.size:
                 matrices[:, 3] = (0.0, 0.0, 0.0, 1.0)
                 self._move(ids, matrices, cover, reported)
+
+    def _placement_boxes(self, pack: MeshPack) -> tuple:
+        """``(pack, node_boxes (M, B, 6), exact_boxes (M, 1, 6))``: every
+        mesh's cover boxes in its own coordinates and the exact box of its
+        vertices, as :meth:`_placed_bounds` places them (made again when the
+        pack changes). Call with the lock held."""
+        if self._placement is None or self._placement[0] is not pack:
+            count = pack.mesh_count
+            node_boxes = pack.mesh_boxes + np.tile(pack.mesh_offset, 2)[:, None, :]
+            exact = np.stack([self._mesh_box(pack, mesh) for mesh in range(count)]) if count \
+                else np.zeros((0, 2, 3))
+            self._placement = (pack, np.ascontiguousarray(node_boxes), exact.reshape(-1, 1, 6))
+        return self._placement
 
     def _move(self, ids: np.ndarray, matrices: np.ndarray, cover: np.ndarray, reported: np.ndarray) -> None:
         """Give objects ``ids (K,)`` new ``matrices (K, 4, 4)`` and their
