@@ -439,3 +439,64 @@ def test_a_pinned_thread_answers_from_the_scene_as_the_block_began():
             assert inner == 1 and scene.intersect(*down).t.tolist() == [3.0]
         assert scene.intersect(*down).t.tolist() == [5.0]
     assert scene.intersect(*down).t.tolist() == [3.0]
+
+
+def _placement_state(scene):
+    n = scene._count
+    return [array[:n].copy() for array in (scene._transform, scene._inverse, scene._bounds, scene._reported)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_compiled_path_of_small_moves_places_objects_as_the_general_path(seed, monkeypatch):
+    fast, general = _scene(count=60, seed=seed), _scene(count=60, seed=seed)
+    rng = np.random.default_rng(100 + seed)
+    ids = np.array([info.id for info in fast.objects])
+    for step in range(40):
+        chosen = rng.choice(ids, size=int(rng.integers(1, 6)), replace=False)
+        matrices = np.stack([random_transform(rng, mirror=rng.random() < 0.5, spread=10.0 ** rng.integers(-3, 5))
+                             for _ in chosen])
+        if step % 5 == 0:
+            # Axis-aligned turns and exact scales: answers with zeros and -0.0 in them.
+            matrices[0, :3, :3] = [[0.0, 0.0, -2.0], [1.0, 0.0, 0.0], [0.0, 0.5, 0.0]]
+        fast.set_transforms(chosen, matrices)
+        monkeypatch.setattr(bvh.scene, "FAST_MOVES", 0)
+        general.set_transforms(chosen, matrices)
+        monkeypatch.setattr(bvh.scene, "FAST_MOVES", 256)
+    for ours, theirs in zip(_placement_state(fast), _placement_state(general)):
+        assert np.array_equal(ours, theirs) and np.array_equal(np.signbit(ours), np.signbit(theirs))
+    origins, directions = pick_rays(flatten(fast)[0], 300, np.random.default_rng(seed))
+    _assert_same_hits(fast.intersect(origins, directions), general.intersect(origins, directions))
+
+
+def test_nearly_singular_moves_are_decided_by_the_singular_values():
+    # The compiled path's bound leaves these to the SVD: accepted just below the
+    # limit on the condition number, refused above it, as set_transform decides.
+    scene = _scene(count=4, seed=3)
+    turn = random_transform(np.random.default_rng(4))[:3, :3]
+    turn /= np.cbrt(np.linalg.det(turn))
+    for condition, accepted in ((1e9, True), (1e11, True), (1e13, False)):
+        matrix = np.eye(4)
+        matrix[:3, :3] = turn @ np.diag([1.0, 1.0, 1.0 / condition])
+        if accepted:
+            scene.set_transforms([1], matrix[None])
+            assert np.array_equal(scene.object(1).transform, matrix)
+        else:
+            with pytest.raises(ValueError, match=r"transforms\[0\] \(object 1\): transform is not invertible"):
+                scene.set_transforms([1], matrix[None])
+
+
+def test_the_bound_on_the_condition_number_never_accepts_what_the_svd_refuses():
+    from bvh.placement import _clearly_invertible
+    from bvh.scene import MAX_CONDITION
+
+    rng = np.random.default_rng(5)
+    for _ in range(3000):
+        u, _r = np.linalg.qr(rng.normal(size=(3, 3)))
+        v, _r = np.linalg.qr(rng.normal(size=(3, 3)))
+        singular = np.sort(10.0 ** rng.uniform(-14, 2, size=3))[::-1]
+        matrix = np.eye(4)
+        matrix[:3, :3] = (u * singular) @ v.T * 10.0 ** rng.integers(-20, 20)
+        if _clearly_invertible(matrix[None], 0, MAX_CONDITION):
+            computed = np.linalg.svd(matrix[:3, :3], compute_uv=False)
+            # Far from the limit whenever accepted: the bound is at least the condition number.
+            assert computed[0] / computed[-1] < 0.5 * MAX_CONDITION * (1 + 1e-6)
