@@ -236,15 +236,28 @@ class JournalWriter:
 
     async def durable(self, seq: int) -> None:
         """:meth:`wait_durable` for a coroutine: the event loop goes on meanwhile."""
+        future = self.durable_future(seq)
+        if future is not None:
+            await future
+
+    def durable_future(self, seq: int) -> "asyncio.Future | None":
+        """A future of the running loop, done once record ``seq`` is on disk (its
+        exception an OSError when the sync failed); None when it is already.
+
+        Raises
+        ------
+        OSError
+            When a sync failed before.
+        """
         with self._condition:
             if self._durable >= seq:
-                return
+                return None
             if self._failure is not None:
                 raise OSError(f"journal {self.path}: sync failed: {self._failure}")
             loop = asyncio.get_running_loop()
             future = loop.create_future()
             self._futures.append((seq, loop, future))
-        await future
+        return future
 
     def _resolve_futures(self) -> None:
         """Wake the coroutines whose records are durable (or all, on a failure); call with the condition held."""

@@ -139,18 +139,25 @@ class RemoteJournalWriter:
 
     async def durable(self, seq: int) -> None:
         """:meth:`wait_durable` for a coroutine: the event loop goes on meanwhile."""
+        future = self.durable_future(seq)
+        if future is not None:
+            await future
+
+    def durable_future(self, seq: int) -> "asyncio.Future | None":
+        """A future of the running loop, done once record ``seq`` is in the
+        object store (its exception the put's failure, or
+        :class:`EditNotConfirmed` past the timeout); None when it is already."""
         with self._condition:
             if self._durable >= seq:
-                return
+                return None
             if self._failure is not None:
                 raise self._failure
             loop = asyncio.get_running_loop()
             future = loop.create_future()
             self._futures.append((seq, loop, future))
-        try:
-            await asyncio.wait_for(asyncio.shield(future), self.timeout)
-        except asyncio.TimeoutError:
-            raise EditNotConfirmed(self.objects.location, self.timeout) from None
+        timer = loop.call_later(self.timeout, settle, future, EditNotConfirmed(self.objects.location, self.timeout))
+        future.add_done_callback(lambda _: timer.cancel())
+        return future
 
     def _resolve_futures(self) -> None:
         waiting = []

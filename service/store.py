@@ -333,6 +333,13 @@ def _record_ids(record: Record) -> set:
     return set(record.arrays["moved"].tolist()) | {entry["id"] for entry in record.fields.get("changes", [])}
 
 
+def _fail(futures: list, error: BaseException) -> None:
+    """Give every waiting future of ``futures`` the exception ``error``."""
+    for future in futures:
+        if not future.done():
+            future.set_exception(error)
+
+
 def _pass_on(done: "asyncio.Future", future: "asyncio.Future") -> None:
     """Give ``future`` the outcome of ``done`` (a task run for it)."""
     if future.done():
@@ -839,42 +846,53 @@ class SceneStore:
         """Apply the edits of a group (on the loop, once the edits that arrived with it are in)."""
         if self._groups.get(scene_id) is group:
             del self._groups[scene_id]
-        if len(group.records) > 1:
-            (merged,) = edits.folded(group.records)
-            try:
-                staged = self._stage(scene_id, merged, blocking=False)
-            except (ValueError, LookupError, SceneNotFound):
-                # One of them is refused: each on its own, so that only it is.
-                staged = None
-            except BaseException as error:
-                for future in group.futures:
-                    if not future.done():
-                        future.set_exception(error)
+        single = len(group.records) == 1
+        (merged,) = group.records if single else edits.folded(group.records)
+        try:
+            staged = self._stage(scene_id, merged, blocking=False)
+        except (ValueError, LookupError, SceneNotFound) as error:
+            if single:
+                _fail(group.futures, error)
                 return
-            else:
-                if staged is None:
-                    # The locks are taken (see _record_on_loop): the group tries again shortly.
-                    asyncio.get_running_loop().call_later(LOCKED_RETRY_SECONDS, self._apply_group, scene_id, group)
-                    return
-                task = asyncio.ensure_future(self._settle_group(staged, group.futures))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+            # One of them is refused: each on its own, so that only it is.
+            staged = None
+        except BaseException as error:
+            _fail(group.futures, error)
+            return
+        else:
+            if staged is None:
+                # The locks are taken (see _record_on_loop): the group tries again shortly.
+                asyncio.get_running_loop().call_later(LOCKED_RETRY_SECONDS, self._apply_group, scene_id, group)
                 return
+            self._settle_when_durable(staged, group.futures)
+            return
         for record, future in zip(group.records, group.futures):
             task = asyncio.ensure_future(self._record_on_loop(scene_id, record))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             task.add_done_callback(lambda done, future=future: _pass_on(done, future))
 
-    async def _settle_group(self, staged: "_Staged", futures: list) -> None:
+    def _settle_when_durable(self, staged: "_Staged", futures: list) -> None:
+        """Answer ``futures`` with the staged edit's result once its sync returns
+        (a callback on the journal's future: no task of its own)."""
         try:
-            await staged.writer.durable(staged.seq)
+            waiting = staged.writer.durable_future(staged.seq)
+        except BaseException as error:
+            _fail(futures, error)
+            return
+        if waiting is None:
+            self._settle(staged, futures, None)
+        else:
+            waiting.add_done_callback(lambda done: self._settle(staged, futures, done))
+
+    def _settle(self, staged: "_Staged", futures: list, durable: "asyncio.Future | None") -> None:
+        try:
+            if durable is not None:
+                durable.result()
             result = self._settled(staged)
         except BaseException as error:
-            for future in futures:
-                if not future.done():
-                    future.set_exception(error)
-            raise
+            _fail(futures, error)
+            return
         for future in futures:
             if not future.done():
                 future.set_result(result)
