@@ -22,14 +22,18 @@ pile up in bounded memory:
   owed a resync: the sender then sends the whole object table, current at
   that moment, once.
 
-The sender waits ``event_interval`` (``PICK_LIVE_EVENT_MS``) after each send
-before it takes what is pending again: under many editors' moves, events
-then leave in one write per interval instead of one per turn of the loop
-(each a ``send`` system call, 15% of the loop's time with 32 editors).
+Events of a scene are handed to its subscribers at most once every
+``event_interval`` (``PICK_LIVE_EVENT_MS``): one that comes sooner after the
+last waits for the interval's end with whatever else comes meanwhile, and
+each run of ``moved`` events among them goes out as one (:func:`merged_moves`),
+encoded once for every subscriber. With 32 editors dragging at 60 Hz, the
+subscribers had been sent some nine frames per interval each, 18,000 a
+second, one ``send`` of the WebSocket stack each; now one.
 """
 
 import asyncio
 import logging
+import math
 
 import orjson
 from starlette.concurrency import run_in_threadpool
@@ -54,6 +58,29 @@ RESYNC = object()
 def event_frame(event: dict) -> str:
     """The text frame of one event as published: ``{"type": "event", "event": ..., ...}``."""
     return orjson.dumps({"type": "event", **event}, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+
+
+def merged_moves(events: list[dict]) -> list[dict]:
+    """``events`` in their order with each run of ``moved`` events made one:
+    each object listed once, with its latest JSON, in the order first seen,
+    at the run's newest version (what a client would make of the run)."""
+    out = []
+    run: dict | None = None
+    for event in events:
+        if event["event"] != "moved" or "mesh" in event:
+            out.append(event)
+            run = None
+            continue
+        if run is None:
+            out.append(event)
+            run = {"objects": {info["id"]: info for info in event["objects"]}, "at": len(out) - 1}
+            continue
+        run["objects"].update((info["id"], info) for info in event["objects"])
+        first = out[run["at"]]
+        versions = [v for v in (first.get("version"), event.get("version")) if isinstance(v, int)]
+        out[run["at"]] = {"event": "moved", "objects": list(run["objects"].values()),
+                          "version": max(versions) if versions else first.get("version")}
+    return out
 
 
 def _is_event(event) -> bool:
@@ -238,8 +265,8 @@ class LiveHub:
         ``PICK_LIVE_QUEUE``: events or objects one subscriber may have
         pending before it is owed a resync.
     event_interval : float
-        ``PICK_LIVE_EVENT_MS`` in seconds: the least time between two sends
-        of events to one subscriber.
+        ``PICK_LIVE_EVENT_MS`` in seconds: the least time between two
+        hand-outs of a scene's events to its subscribers.
     """
 
     def __init__(self, queue_limit: int, event_interval: float = 0.0):
@@ -247,6 +274,9 @@ class LiveHub:
         self.event_interval = event_interval
         self._loop: asyncio.AbstractEventLoop | None = None
         self._subscribers: dict[str, set[Subscriber]] = {}
+        # Per scene: when its events were last handed out, and those waiting for the interval's end.
+        self._handed_out: dict[str, float] = {}
+        self._waiting: dict[str, list[dict]] = {}
         self._following: asyncio.Task | None = None
 
     def start(self, loop: asyncio.AbstractEventLoop, store: SceneStore) -> None:
@@ -325,13 +355,36 @@ class LiveHub:
         if not _is_event(event):
             log.error("dropping a malformed change event of scene %s: %.200r", scene_id, event)
             return
+        if not self._subscribers.get(scene_id):
+            return
+        waiting = self._waiting.get(scene_id)
+        if waiting is not None:
+            waiting.append(event)
+            return
+        now = self._loop.time()
+        due = self._handed_out.get(scene_id, -math.inf) + self.event_interval
+        if now >= due:
+            self._handed_out[scene_id] = now
+            self._hand_out(scene_id, [event])
+        else:
+            self._waiting[scene_id] = [event]
+            self._loop.call_at(due, self._hand_out_waiting, scene_id)
+
+    def _hand_out_waiting(self, scene_id: str) -> None:
+        events = self._waiting.pop(scene_id, None)
+        if events and self._loop is not None:
+            self._handed_out[scene_id] = self._loop.time()
+            self._hand_out(scene_id, merged_moves(events))
+
+    def _hand_out(self, scene_id: str, events: list[dict]) -> None:
         subscribers = self._subscribers.get(scene_id)
         if not subscribers:
             return
-        # Encoded once for all subscribers: fan-out costs one send each, not one encoding each.
-        frame = event_frame(event)
-        for subscriber in subscribers:
-            subscriber.offer(event, frame)
+        for event in events:
+            # Encoded once for all subscribers: fan-out costs one send each, not one encoding each.
+            frame = event_frame(event)
+            for subscriber in subscribers:
+                subscriber.offer(event, frame)
 
     def subscribe(self, scene_id: str, stored=None) -> Subscriber:
         """A new subscriber of the scene's events (on the loop); ``stored``: the scene its
@@ -346,6 +399,8 @@ class LiveHub:
             subscribers.discard(subscriber)
             if not subscribers:
                 del self._subscribers[subscriber.scene_id]
+                self._handed_out.pop(subscriber.scene_id, None)
+                self._waiting.pop(subscriber.scene_id, None)
 
     def subscribers(self, scene_id: str) -> list[Subscriber]:
         """The scene's subscribers now (on the loop)."""

@@ -86,12 +86,12 @@ class Settings(BaseSettings):
         they are dropped and the client is sent the whole object table
         instead (a ``resync``) when it reads again.
     live_event_ms : float
-        A client of the live channel is sent change events at most once in
-        this many milliseconds: what arrives in between goes out together,
-        in one write. Under a 60 Hz display's frame (16.7 ms), so a viewer
-        misses nothing it could draw; with 32 editors dragging at 60 Hz
-        each, it saves most of the writes that fan-out would make. 0: every
-        event as it comes.
+        A scene's change events are handed to its live clients at most once
+        in this many milliseconds: what arrives in between goes out
+        together, each run of moves as one event. At most one hand-out per
+        60 Hz display frame (16.7 ms), so a viewer misses nothing it could
+        draw; with 32 editors dragging at 60 Hz each, it saves most of the
+        frames that fan-out would send. 0: every event as it comes.
     sample_scenes : bool
         ``python -m service`` creates the scenes of ``sample_meshes`` on the
         first start in ``data_dir`` (``make serve`` sets it), so a newcomer
@@ -120,7 +120,7 @@ class Settings(BaseSettings):
     checkpoint_records: int = Field(10_000, ge=1)
     checkpoint_seconds: float = Field(30.0, gt=0)
     live_queue: int = Field(1024, ge=1)
-    live_event_ms: float = Field(8.0, ge=0, le=1000)
+    live_event_ms: float = Field(16.0, ge=0, le=1000)
 
     @field_validator("cors_origins", mode="before")
     @classmethod

@@ -570,8 +570,8 @@ def test_a_stalled_client_stalls_neither_the_publisher_nor_other_clients(server,
 
 
 def test_events_go_to_a_client_at_most_once_per_event_interval(tmp_path):
-    """PICK_LIVE_EVENT_MS (200 here): an event coming within the interval after a send waits
-    for its end and goes out with what else came meanwhile; answers do not wait."""
+    """PICK_LIVE_EVENT_MS (200 here): an event coming within the interval after a hand-out waits
+    for its end and goes out with what else came meanwhile, moves as one event; answers do not wait."""
     server = LiveServer(tmp_path / "data", live_event_ms=200.0)
     try:
         scene_id = server.scene()
@@ -587,8 +587,23 @@ def test_events_go_to_a_client_at_most_once_per_event_interval(tmp_path):
             send(ws, {"type": "pick", "id": "now", "origin": [0.2, 0.2, 1], "direction": [0, 0, -1]})
             assert receive(ws)["id"] == "now"
             assert time.monotonic() - first < 0.15
-            assert [receive(ws)["version"] for _ in range(2)] == [version + 2, version + 3]
+            merged = receive(ws)
             assert time.monotonic() - first >= 0.19
+            assert merged == {"type": "event", "event": "moved", "version": version + 3,
+                              "objects": [{"id": 0, "name": "o0", "x": 2.0}, {"id": 1, "name": "o1", "x": 3.0}]}
+            # Other kinds keep their place between runs of moves.
+            time.sleep(0.25)
+            server.publish(scene_id, moved(0, 4.0, version + 4))
+            server.publish(scene_id, moved(1, 5.0, version + 5))
+            server.publish(scene_id, {"event": "removed", "objects": [1], "version": version + 6})
+            server.publish(scene_id, moved(0, 6.0, version + 7))
+            server.publish(scene_id, moved(0, 7.0, version + 8))
+            assert receive(ws)["version"] == version + 4
+            assert [(event["event"], event["version"], event["objects"]) for event in
+                    (receive(ws), receive(ws), receive(ws))] == [
+                ("moved", version + 5, [{"id": 1, "name": "o1", "x": 5.0}]),
+                ("removed", version + 6, [1]),
+                ("moved", version + 8, [{"id": 0, "name": "o0", "x": 7.0}])]
     finally:
         server.stop()
 

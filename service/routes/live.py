@@ -105,7 +105,10 @@ header's; null when the message could not be read that far). Frames over the ser
 **Events**, pushed between answers: `{{"type": "event", "event": "moved" | "changed" | "added" | "removed" |
 "vertices", "objects": [...], "version": n}}` after every saved edit of the scene, by any worker:
 `objects` holds each object's JSON (as GET /scenes/{{id}}/objects/{{oid}} answers) or, for `removed`, ids;
-`vertices` also has `mesh`, and its objects are the mesh's instances with their new bounds. A client
+`vertices` also has `mesh`, and its objects are the mesh's instances with their new bounds. A scene's
+events go out at most once every `PICK_LIVE_EVENT_MS` (16 ms): those that come sooner wait for the
+interval's end, and each run of `moved` events among them comes as one (each object once, its latest JSON,
+the run's newest version); other kinds keep their order. A client
 more than {KEEP_EVENTS} events behind has its waiting events coalesced per object (the latest JSON; removed
 wins; all sent with the newest version; order: added, vertices, moved, changed, removed); more than
 `PICK_LIVE_QUEUE` events behind (or objects held), it is sent `{{"type": "resync", "version": n, "objects":
@@ -282,16 +285,9 @@ class LiveSession:
 
     async def push(self, subscriber: Subscriber) -> None:
         """Send the scene's events as they come, until cancelled or disconnected."""
-        loop = asyncio.get_running_loop()
-        interval = self.hub.event_interval
-        sent = -interval
         try:
             while True:
-                if interval > 0.0 and (wait := sent + interval - loop.time()) > 0.0:
-                    # What comes meanwhile goes out with what is pending, in one write.
-                    await asyncio.sleep(wait)
                 pending = await subscriber.take()
-                sent = loop.time()
                 if pending is RESYNC:
                     stored = await self.scene()
                     view = stored.view
