@@ -303,7 +303,8 @@ def stages(rng: np.random.Generator) -> tuple[list[Step], list[Step]]:
         mesh = next(info.mesh for info in scene.objects if info.kind == "mesh")
         scene.add_instance(mesh, _shift(-30.0))
         first = scene.objects[0].id
-        scene.set_transform(first, _shift(-20.0))
+        # As the routes move objects: set_transforms, whose small moves take one compiled call.
+        scene.set_transforms([first], _shift(-20.0)[None])
         _query(scene, rng)
         scene.remove(first)
         _query(scene, rng)
