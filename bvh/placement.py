@@ -19,32 +19,37 @@ _exact = njit(cache=True, nogil=True, error_model="numpy")
 
 
 @_exact
+def _box_under(matrices, k, boxes, owner, out, row):
+    # Object k's box under matrices[k], into out[row]: its owner's boxes' extremes.
+    for j in range(3):
+        m0 = matrices[k, j, 0]
+        m1 = matrices[k, j, 1]
+        m2 = matrices[k, j, 2]
+        lowest = np.inf
+        highest = -np.inf
+        for b in range(boxes.shape[1]):
+            # Each product takes its extremes at one end of its axis,
+            # whatever the others do; rounded addition never decreases
+            # when a term grows, so the corner of the smallest products
+            # gives the smallest sum.
+            p0 = m0 * boxes[owner, b, 0]
+            q0 = m0 * boxes[owner, b, 3]
+            p1 = m1 * boxes[owner, b, 1]
+            q1 = m1 * boxes[owner, b, 4]
+            p2 = m2 * boxes[owner, b, 2]
+            q2 = m2 * boxes[owner, b, 5]
+            low = min(p0, q0) + min(p1, q1) + min(p2, q2)
+            high = max(p0, q0) + max(p1, q1) + max(p2, q2)
+            lowest = min(lowest, low)
+            highest = max(highest, high)
+        out[row, 0, j] = lowest + matrices[k, j, 3]
+        out[row, 1, j] = highest + matrices[k, j, 3]
+
+
+@_exact
 def _transformed_boxes(matrices, boxes, which, out):
     for k in range(matrices.shape[0]):
-        owner = which[k]
-        for j in range(3):
-            m0 = matrices[k, j, 0]
-            m1 = matrices[k, j, 1]
-            m2 = matrices[k, j, 2]
-            lowest = np.inf
-            highest = -np.inf
-            for b in range(boxes.shape[1]):
-                # Each product takes its extremes at one end of its axis,
-                # whatever the others do; rounded addition never decreases
-                # when a term grows, so the corner of the smallest products
-                # gives the smallest sum.
-                p0 = m0 * boxes[owner, b, 0]
-                q0 = m0 * boxes[owner, b, 3]
-                p1 = m1 * boxes[owner, b, 1]
-                q1 = m1 * boxes[owner, b, 4]
-                p2 = m2 * boxes[owner, b, 2]
-                q2 = m2 * boxes[owner, b, 5]
-                low = min(p0, q0) + min(p1, q1) + min(p2, q2)
-                high = max(p0, q0) + max(p1, q1) + max(p2, q2)
-                lowest = min(lowest, low)
-                highest = max(highest, high)
-            out[k, 0, j] = lowest + matrices[k, j, 3]
-            out[k, 1, j] = highest + matrices[k, j, 3]
+        _box_under(matrices, k, boxes, which[k], out, k)
 
 
 def transformed_boxes(matrices: np.ndarray, boxes: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
@@ -80,30 +85,6 @@ MOVES_PLACED = 0
 #: id, a refused or nearly singular matrix, a box beyond ``extent``): the
 #: caller takes the general path, which names it.
 MOVES_UNDECIDED = 1
-
-
-@_exact
-def _box_under(matrices, k, boxes, owner, out, row):
-    # The loop body of _transformed_boxes for one object (same sums, same order).
-    for j in range(3):
-        m0 = matrices[k, j, 0]
-        m1 = matrices[k, j, 1]
-        m2 = matrices[k, j, 2]
-        lowest = np.inf
-        highest = -np.inf
-        for b in range(boxes.shape[1]):
-            p0 = m0 * boxes[owner, b, 0]
-            q0 = m0 * boxes[owner, b, 3]
-            p1 = m1 * boxes[owner, b, 1]
-            q1 = m1 * boxes[owner, b, 4]
-            p2 = m2 * boxes[owner, b, 2]
-            q2 = m2 * boxes[owner, b, 5]
-            low = min(p0, q0) + min(p1, q1) + min(p2, q2)
-            high = max(p0, q0) + max(p1, q1) + max(p2, q2)
-            lowest = min(lowest, low)
-            highest = max(highest, high)
-        out[row, 0, j] = lowest + matrices[k, j, 3]
-        out[row, 1, j] = highest + matrices[k, j, 3]
 
 
 @_exact
