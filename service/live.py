@@ -76,10 +76,8 @@ def merged_moves(events: list[dict]) -> list[dict]:
             run = {"objects": {info["id"]: info for info in event["objects"]}, "at": len(out) - 1}
             continue
         run["objects"].update((info["id"], info) for info in event["objects"])
-        first = out[run["at"]]
-        versions = [v for v in (first.get("version"), event.get("version")) if isinstance(v, int)]
-        out[run["at"]] = {"event": "moved", "objects": list(run["objects"].values()),
-                          "version": max(versions) if versions else first.get("version")}
+        # Versions only grow: the run's newest is its last.
+        out[run["at"]] = {"event": "moved", "objects": list(run["objects"].values()), "version": event.get("version")}
     return out
 
 
@@ -355,20 +353,21 @@ class LiveHub:
         if not _is_event(event):
             log.error("dropping a malformed change event of scene %s: %.200r", scene_id, event)
             return
-        if not self._subscribers.get(scene_id):
+        loop = self._loop
+        if loop is None or not self._subscribers.get(scene_id):
             return
         waiting = self._waiting.get(scene_id)
         if waiting is not None:
             waiting.append(event)
             return
-        now = self._loop.time()
+        now = loop.time()
         due = self._handed_out.get(scene_id, -math.inf) + self.event_interval
         if now >= due:
             self._handed_out[scene_id] = now
             self._hand_out(scene_id, [event])
         else:
             self._waiting[scene_id] = [event]
-            self._loop.call_at(due, self._hand_out_waiting, scene_id)
+            loop.call_at(due, self._hand_out_waiting, scene_id)
 
     def _hand_out_waiting(self, scene_id: str) -> None:
         events = self._waiting.pop(scene_id, None)
