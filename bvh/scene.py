@@ -1525,7 +1525,7 @@ class Scene:
         with self._lock:
             if 0 < ids.shape[0] <= FAST_MOVES:
                 pack = self._committed_pack()
-                _, node_boxes, exact_boxes = self._placement_boxes(pack)
+                node_boxes, exact_boxes = self._placement_boxes(pack)
                 placed = place_moves(ids, matrices, self._count, self._kind, self._mesh_of, MESH, node_boxes,
                                      exact_boxes, MAX_CONDITION, MAX_MESH_EXTENT)
                 if placed is not None:
@@ -1568,9 +1568,9 @@ class Scene:
                 matrices[:, 3] = (0.0, 0.0, 0.0, 1.0)
                 self._move(ids, matrices, cover, reported)
 
-    def _placement_boxes(self, pack: MeshPack) -> tuple:
-        """``(pack, node_boxes (M, B, 6), exact_boxes (M, 1, 6))``: every
-        mesh's cover boxes in its own coordinates and the exact box of its
+    def _placement_boxes(self, pack: MeshPack) -> tuple[np.ndarray, np.ndarray]:
+        """``(node_boxes (M, B, 6), exact_boxes (M, 1, 6))``: every mesh's
+        cover boxes in its own coordinates and the exact box of its
         vertices, as :meth:`_placed_bounds` places them (made again when the
         pack changes). Call with the lock held."""
         if self._placement is None or self._placement[0] is not pack:
@@ -1579,7 +1579,7 @@ class Scene:
             exact = np.stack([self._mesh_box(pack, mesh) for mesh in range(count)]) if count \
                 else np.zeros((0, 2, 3))
             self._placement = (pack, np.ascontiguousarray(node_boxes), exact.reshape(-1, 1, 6))
-        return self._placement
+        return self._placement[1:]
 
     def _move(self, ids: np.ndarray, matrices: np.ndarray, cover: np.ndarray, reported: np.ndarray) -> None:
         """Give objects ``ids (K,)`` new ``matrices (K, 4, 4)`` and their

@@ -65,19 +65,18 @@ def merged_moves(events: list[dict]) -> list[dict]:
     each object listed once, with its latest JSON, in the order first seen,
     at the run's newest version (what a client would make of the run)."""
     out = []
-    run: dict | None = None
+    run = None  # the objects of the run of moves that ends ``out``, by id
     for event in events:
         if event["event"] != "moved" or "mesh" in event:
             out.append(event)
             run = None
-            continue
-        if run is None:
+        elif run is None:
             out.append(event)
-            run = {"objects": {info["id"]: info for info in event["objects"]}, "at": len(out) - 1}
-            continue
-        run["objects"].update((info["id"], info) for info in event["objects"])
-        # Versions only grow: the run's newest is its last.
-        out[run["at"]] = {"event": "moved", "objects": list(run["objects"].values()), "version": event.get("version")}
+            run = {info["id"]: info for info in event["objects"]}
+        else:
+            run.update((info["id"], info) for info in event["objects"])
+            # Versions only grow: the run's newest is its last.
+            out[-1] = {"event": "moved", "objects": list(run.values()), "version": event.get("version")}
     return out
 
 

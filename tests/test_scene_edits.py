@@ -497,6 +497,7 @@ def test_the_bound_on_the_condition_number_never_accepts_what_the_svd_refuses():
         matrix = np.eye(4)
         matrix[:3, :3] = (u * singular) @ v.T * 10.0 ** rng.integers(-20, 20)
         if _clearly_invertible(matrix[None], 0, MAX_CONDITION):
+            # The bound is at least the condition number and accepts below half the limit:
+            # the SVD's own test passes, with a factor of two to spare for its rounding.
             computed = np.linalg.svd(matrix[:3, :3], compute_uv=False)
-            # Far from the limit whenever accepted: the bound is at least the condition number.
-            assert computed[0] / computed[-1] < 0.5 * MAX_CONDITION * (1 + 1e-6)
+            assert computed[-1] > computed[0] / MAX_CONDITION
