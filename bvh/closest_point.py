@@ -41,6 +41,10 @@ NEAR_RECORD = 11
 
 _near_record = frame_array(NEAR_RECORD, np.float64)
 
+#: Padding of a bound taken from a neighbour's answer (:func:`_seeded_limit`):
+#: far above the relative rounding of a squared distance (a few 1e-16).
+SEED_PAD = 1.0 + 1.0e-9
+
 
 @jit_inline
 def _segment(px, py, pz, ax, ay, az, ex, ey, ez):
@@ -494,19 +498,48 @@ def _start(record):
         record[NEAR_NORMAL + c] = np.nan
 
 
+@jit_inline
+def _seeded_limit(limit, record, seeded, px, py, pz):
+    """The search limit for point ``p``, given the previous point's answer
+    still in ``record`` (``seeded``: it found a surface point ``s``).
+
+    ``s`` lies on the surface, so ``|p - s|`` bounds ``p``'s distance to
+    the surface from above; searching only that far prunes every box beyond
+    it from the start. A neighbour's answer is a tight bound when the batch
+    runs in a coherent order (``bvh.point_order``). The bound is padded for
+    the rounding of ``s`` and of the leaf's distances; if the walk finds
+    nothing within it all the same, the point is searched again to
+    ``limit`` (:func:`_searched`)."""
+    if seeded:
+        dx = px - record[NEAR_POINT]
+        dy = py - record[NEAR_POINT + 1]
+        dz = pz - record[NEAR_POINT + 2]
+        bound = (dx * dx + dy * dy + dz * dz) * SEED_PAD
+        if bound < limit:
+            return bound
+    return limit
+
+
 @jit
-def _mesh_block(nodes, links, tris, offset, points, limit, start, end, rows, d2, u, v, nearest):
-    nodes, links, tris, offset, points = borrowed((nodes, links, tris, offset, points))
+def _mesh_block(nodes, links, tris, offset, points, limit, order, start, end, rows, d2, u, v, nearest):
+    nodes, links, tris, offset, points, order = borrowed((nodes, links, tris, offset, points, order))
     stack_first, stack_count, stack_t = new_stack()
     record = _near_record()
     out = (record,)
-    for i in range(start, end):
-        _start(record)
+    seeded = False
+    for k in range(start, end):
+        i = order[k]
         px = points[i, 0] - offset[0]
         py = points[i, 1] - offset[1]
         pz = points[i, 2] - offset[2]
-        _mesh_walk(nodes, links, tris, 0, px, py, pz, 0.0, 0.0, 0.0, 0.0, limit, i, out, stack_first, stack_count,
+        bound = _seeded_limit(limit, record, seeded, px, py, pz)
+        _start(record)
+        _mesh_walk(nodes, links, tris, 0, px, py, pz, 0.0, 0.0, 0.0, 0.0, bound, i, out, stack_first, stack_count,
                    stack_t)
+        if record[NEAR_OBJECT] < 0.0 and bound < limit:
+            _mesh_walk(nodes, links, tris, 0, px, py, pz, 0.0, 0.0, 0.0, 0.0, limit, i, out, stack_first,
+                       stack_count, stack_t)
+        seeded = record[NEAR_OBJECT] >= 0.0
         rows[i] = np.int32(record[NEAR_ROW])
         d2[i] = record[NEAR_D2]
         u[i] = record[NEAR_U]
@@ -516,38 +549,50 @@ def _mesh_block(nodes, links, tris, offset, points, limit, start, end, rows, d2,
 
 
 @jit
-def mesh_closest_points_serial(nodes, links, tris, offset, points, limit, rows, d2, u, v, nearest):
+def mesh_closest_points_serial(nodes, links, tris, offset, points, limit, order, rows, d2, u, v, nearest):
     """:func:`mesh_closest_points` on the calling thread, for a few points."""
     # A typed 0: a literal would give the block a second signature to compile.
-    _mesh_block(nodes, links, tris, offset, points, limit, np.int64(0), points.shape[0], rows, d2, u, v, nearest)
+    _mesh_block(nodes, links, tris, offset, points, limit, order, np.int64(0), points.shape[0], rows, d2, u, v,
+                nearest)
 
 
 @jit_parallel
-def mesh_closest_points(nodes, links, tris, offset, points, limit, rows, d2, u, v, nearest):
+def mesh_closest_points(nodes, links, tris, offset, points, limit, order, rows, d2, u, v, nearest):
     """Nearest surface point of each of N points on one mesh.
 
     ``nodes``, ``links``, ``tris`` are the flat arrays of the mesh's tree,
     ``offset`` its centring offset; ``limit`` the squared search radius
-    (finite). Writes per point the packed triangle row (-1: nothing within
-    the limit), squared distance, barycentrics and the nearest point.
+    (finite); ``order`` the order in which to answer the points
+    (``bvh.point_order.coherent_order``), each answer bounding the next
+    one's search. Writes per point (in the points' own order) the packed
+    triangle row (-1: nothing within the limit), squared distance,
+    barycentrics and the nearest point.
     """
     n = points.shape[0]
     for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
-        _mesh_block(nodes, links, tris, offset, points, limit, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), rows, d2,
-                    u, v, nearest)
+        _mesh_block(nodes, links, tris, offset, points, limit, order, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK),
+                    rows, d2, u, v, nearest)
 
 
 @jit
-def _scene_block(scene, points, limit, start, end, objects, rows, d2, u, v, nearest, normal):
-    scene, points = borrowed((scene, points))
+def _scene_block(scene, points, limit, order, start, end, objects, rows, d2, u, v, nearest, normal):
+    scene, points, order = borrowed((scene, points, order))
     stack_first, stack_count, stack_t = new_stack()
     record = _near_record()
     out = (record,)
-    for i in range(start, end):
+    seeded = False
+    for k in range(start, end):
+        i = order[k]
+        bound = _seeded_limit(limit, record, seeded, points[i, 0], points[i, 1], points[i, 2])
         _start(record)
         _scene_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
                     scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
-                    scene.shape_data, points, points, 0.0, limit, i, out, stack_first, stack_count, stack_t)
+                    scene.shape_data, points, points, 0.0, bound, i, out, stack_first, stack_count, stack_t)
+        if record[NEAR_OBJECT] < 0.0 and bound < limit:
+            _scene_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
+                        scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
+                        scene.shape_data, points, points, 0.0, limit, i, out, stack_first, stack_count, stack_t)
+        seeded = record[NEAR_OBJECT] >= 0.0
         objects[i] = np.int64(record[NEAR_OBJECT])
         rows[i] = np.int32(record[NEAR_ROW])
         d2[i] = record[NEAR_D2]
@@ -559,19 +604,20 @@ def _scene_block(scene, points, limit, start, end, objects, rows, d2, u, v, near
 
 
 @jit
-def scene_closest_points_serial(scene, points, limit, objects, rows, d2, u, v, nearest, normal):
+def scene_closest_points_serial(scene, points, limit, order, objects, rows, d2, u, v, nearest, normal):
     """:func:`scene_closest_points` on the calling thread, for a few points."""
-    _scene_block(scene, points, limit, np.int64(0), points.shape[0], objects, rows, d2, u, v, nearest, normal)
+    _scene_block(scene, points, limit, order, np.int64(0), points.shape[0], objects, rows, d2, u, v, nearest, normal)
 
 
 @jit_parallel
-def scene_closest_points(scene, points, limit, objects, rows, d2, u, v, nearest, normal):
+def scene_closest_points(scene, points, limit, order, objects, rows, d2, u, v, nearest, normal):
     """Nearest surface point of each of N world points in a scene
-    (``scene`` a ``bvh.scene_kernels.SceneArrays``). Writes per point the
-    object (-1: nothing within ``limit``, a squared world distance), the
-    packed triangle row (-1 for a shape), squared distance, barycentrics,
-    the world point and, for a shape, its world normal (NaN for meshes)."""
+    (``scene`` a ``bvh.scene_kernels.SceneArrays``), answered in ``order``
+    as :func:`mesh_closest_points` does. Writes per point the object (-1:
+    nothing within ``limit``, a squared world distance), the packed triangle
+    row (-1 for a shape), squared distance, barycentrics, the world point
+    and, for a shape, its world normal (NaN for meshes)."""
     n = points.shape[0]
     for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
-        _scene_block(scene, points, limit, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), objects, rows, d2, u, v,
+        _scene_block(scene, points, limit, order, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), objects, rows, d2, u, v,
                      nearest, normal)

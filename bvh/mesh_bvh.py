@@ -13,6 +13,7 @@ from .builder import binned_sah_build
 from .config import BuildConfig
 from .hits import AllHits, ClosestPoints, Hits, SphereHits, dot_rows, face_normals, unit_rows
 from .node_layout import CHILD_COUNT, ROW, WIDTH, aligned_empty, collapse_to_wide
+from .point_order import coherent_order
 from .refit import check_refit_vertices, refit_tree, wide_sah_cost
 from .tree import Tree
 from .triangles import TriangleData, prepare_triangles
@@ -459,7 +460,7 @@ class MeshBVH:
             kernel = closest_point.mesh_closest_points_serial if n <= SERIAL_BATCH \
                 else closest_point.mesh_closest_points
             kernel(arrays.nodes.reshape(-1), arrays.links.reshape(-1), arrays.triangles.reshape(-1), arrays.offset,
-                   points, limit, rows, d2, u, v, nearest)
+                   points, limit, coherent_order(points), rows, d2, u, v, nearest)
         return _closest_points(arrays, rows, d2, u, v, nearest)
 
     def sphere_cast(self, origins, directions, radius, tmin=0.0, tmax=np.inf) -> SphereHits:

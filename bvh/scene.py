@@ -48,6 +48,7 @@ from .materials import DEFAULT_CUTOFF, MeshAlpha
 from .refit import check_refit_vertices, refit_top_level
 from .node_layout import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, aligned_empty, collapse_to_wide
 from .placement import place_moves, transformed_boxes as _transformed_boxes
+from .point_order import coherent_order
 from .shapes import BOX, KIND_NAMES, LINES, MESH, POINTS, POLYGON, QUAD, REMOVED, SPHERE, make_shape
 from .validation import (MAX_MESH_EXTENT, check_max_distance, check_mesh, check_points, check_radius, check_rays,
                          check_window, real_array)
@@ -1983,7 +1984,8 @@ class Scene:
         if snap.traceable and n > 0:
             kernel = closest_point_kernels.scene_closest_points_serial if n <= SERIAL_BATCH \
                 else closest_point_kernels.scene_closest_points
-            kernel(snap.with_enabled(enabled), points, limit, objects_out, rows, d2, u, v, nearest, normal)
+            kernel(snap.with_enabled(enabled), points, limit, coherent_order(points), objects_out, rows, d2, u, v,
+                   nearest, normal)
         found = objects_out >= 0
         on_mesh = found & (rows >= 0)
         mesh = np.full(n, -1, np.int64)

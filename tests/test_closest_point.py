@@ -112,9 +112,10 @@ def test_max_distance_limits_the_search():
     huge = mesh.closest_point(points, max_distance=1.4e308)
     np.testing.assert_array_equal(huge.distance, full.distance)
     scene = bvh.Scene()
-    scene.add_mesh(vertices, faces)
+    scene.add_instance(scene.add_mesh(vertices, faces))
     np.testing.assert_array_equal(scene.closest_point(points, max_distance=1.4e308).distance,
                                   scene.closest_point(points).distance)
+    np.testing.assert_allclose(scene.closest_point(points).distance, full.distance, rtol=1e-12)
 
 
 def test_points_on_the_surface_are_at_distance_zero():
@@ -430,3 +431,31 @@ def test_the_closest_point_is_on_the_surface_and_nothing_is_nearer(corner_list, 
     assert np.all(own.min(axis=1) <= 1e-12 * scale)
     # ... and no triangle is nearer to the query.
     assert np.all(distances.min(axis=1) >= found.distance - 1e-12 * scale)
+
+
+def test_a_batch_answered_in_coherent_order_gives_each_points_own_answer():
+    # Past MIN_SORTED points a batch runs along a Morton curve, each answer
+    # bounding the next one's search: points on the surface, repeated
+    # points and far points beside each other must still get their nearest.
+    vertices, faces = icosphere(3)
+    mesh = bvh.build(vertices, faces)
+    world = stored_vertices(mesh, vertices)
+    rng = np.random.default_rng(21)
+    midpoints = world[faces[:300]].mean(axis=1)
+    points = np.concatenate([box_points(vertices, 400, rng, grow=2.0), midpoints, midpoints, world[:100]])
+    points = points[rng.permutation(len(points))]
+    batch = mesh.closest_point(points)
+    assert_agrees(batch.triangle, batch.distance, batch.point, batch.u, batch.v, world, faces, points)
+    for i in range(0, len(points), 53):
+        one = mesh.closest_point(points[i])
+        np.testing.assert_allclose(one.distance[0], batch.distance[i], rtol=1e-12, atol=1e-15)
+    limit = float(np.median(batch.distance))
+    limited = mesh.closest_point(points, max_distance=limit)
+    within = batch.distance < limit * (1 - 1e-9)
+    np.testing.assert_allclose(limited.distance[within], batch.distance[within], rtol=1e-12, atol=1e-15)
+    assert (limited.triangle[batch.distance > limit * (1 + 1e-9)] == -1).all()
+    scene = bvh.Scene()
+    scene.add_instance(scene.add_mesh(vertices, faces))
+    in_scene = scene.closest_point(points, max_distance=limit)
+    np.testing.assert_allclose(in_scene.distance[within], batch.distance[within], rtol=1e-12, atol=1e-15)
+    assert (in_scene.object[batch.distance > limit * (1 + 1e-9)] == -1).all()

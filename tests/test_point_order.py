@@ -1,0 +1,34 @@
+"""The coherent order of point batches (``bvh.point_order``)."""
+
+import numpy as np
+
+from bvh.point_order import MIN_SORTED, coherent_order
+
+
+def test_the_order_is_a_permutation_along_which_neighbours_are_near():
+    points = np.random.default_rng(1).uniform(-2.0, 3.0, (5000, 3))
+    order = coherent_order(points)
+    assert order.dtype == np.int64
+    np.testing.assert_array_equal(np.sort(order), np.arange(5000))
+    steps = np.linalg.norm(np.diff(points[order], axis=0), axis=1)
+    shuffled = np.linalg.norm(np.diff(points, axis=0), axis=1)
+    # Along a Z-order curve most steps stay within a cell's neighbours.
+    assert np.median(steps) < 0.2 * np.median(shuffled)
+
+
+def test_the_order_follows_the_z_curve_over_the_box():
+    # The eight corners of a cube come in Morton order: x is the lowest bit.
+    corners = np.array([[x, y, z] for z in (0.0, 1.0) for y in (0.0, 1.0) for x in (0.0, 1.0)])
+    points = np.repeat(corners, MIN_SORTED // 8, axis=0)[::-1]
+    order = coherent_order(points)
+    np.testing.assert_array_equal(points[order][::MIN_SORTED // 8], corners)
+
+
+def test_small_batches_and_boxes_too_large_to_divide_keep_the_callers_order():
+    few = np.random.default_rng(2).uniform(0.0, 1.0, (MIN_SORTED - 1, 3))
+    np.testing.assert_array_equal(coherent_order(few), np.arange(MIN_SORTED - 1))
+    huge = np.random.default_rng(3).uniform(-1.0, 1.0, (MIN_SORTED, 3)) * 1.7e308
+    np.testing.assert_array_equal(coherent_order(huge), np.arange(MIN_SORTED))
+    flat = np.zeros((MIN_SORTED, 3))
+    flat[:, 0] = np.arange(MIN_SORTED)[::-1]
+    np.testing.assert_array_equal(flat[coherent_order(flat), 0], np.arange(MIN_SORTED))
