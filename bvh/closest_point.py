@@ -509,7 +509,7 @@ def _seeded_limit(limit, record, seeded, px, py, pz):
     runs in a coherent order (``bvh.point_order``). The bound is padded for
     the rounding of ``s`` and of the leaf's distances; if the walk finds
     nothing within it all the same, the point is searched again to
-    ``limit`` (:func:`_searched`)."""
+    ``limit``."""
     if seeded:
         dx = px - record[NEAR_POINT]
         dy = py - record[NEAR_POINT + 1]
@@ -533,12 +533,15 @@ def _mesh_block(nodes, links, tris, offset, points, limit, order, start, end, ro
         py = points[i, 1] - offset[1]
         pz = points[i, 2] - offset[2]
         bound = _seeded_limit(limit, record, seeded, px, py, pz)
-        _start(record)
-        _mesh_walk(nodes, links, tris, 0, px, py, pz, 0.0, 0.0, 0.0, 0.0, bound, i, out, stack_first, stack_count,
-                   stack_t)
-        if record[NEAR_OBJECT] < 0.0 and bound < limit:
-            _mesh_walk(nodes, links, tris, 0, px, py, pz, 0.0, 0.0, 0.0, 0.0, limit, i, out, stack_first,
+        # At most twice: to the bound, then (nothing found) to the limit. One
+        # call site, so the walk is inlined and compiled once.
+        while True:
+            _start(record)
+            _mesh_walk(nodes, links, tris, 0, px, py, pz, 0.0, 0.0, 0.0, 0.0, bound, i, out, stack_first,
                        stack_count, stack_t)
+            if record[NEAR_OBJECT] >= 0.0 or bound >= limit:
+                break
+            bound = limit
         seeded = record[NEAR_OBJECT] >= 0.0
         rows[i] = np.int32(record[NEAR_ROW])
         d2[i] = record[NEAR_D2]
@@ -584,14 +587,14 @@ def _scene_block(scene, points, limit, order, start, end, objects, rows, d2, u, 
     for k in range(start, end):
         i = order[k]
         bound = _seeded_limit(limit, record, seeded, points[i, 0], points[i, 1], points[i, 2])
-        _start(record)
-        _scene_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
-                    scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
-                    scene.shape_data, points, points, 0.0, bound, i, out, stack_first, stack_count, stack_t)
-        if record[NEAR_OBJECT] < 0.0 and bound < limit:
+        while True:  # as in _mesh_block: to the bound, then to the limit
+            _start(record)
             _scene_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
                         scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
-                        scene.shape_data, points, points, 0.0, limit, i, out, stack_first, stack_count, stack_t)
+                        scene.shape_data, points, points, 0.0, bound, i, out, stack_first, stack_count, stack_t)
+            if record[NEAR_OBJECT] >= 0.0 or bound >= limit:
+                break
+            bound = limit
         seeded = record[NEAR_OBJECT] >= 0.0
         objects[i] = np.int64(record[NEAR_OBJECT])
         rows[i] = np.int32(record[NEAR_ROW])
