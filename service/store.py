@@ -54,6 +54,7 @@ and finds the same view afterwards saw one consistent state
 """
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -318,12 +319,15 @@ LOCKED_RETRY_SECONDS = 0.0005
 
 @dataclass
 class _EditGroup:
-    """Object edits that arrived on the event loop together, applied as one.
+    """Small edits that arrived on the event loop together, applied as one.
 
-    The records touch disjoint objects (an edit of an object already in the
+    A group of object edits keeps gathering until its turn comes; its
+    records touch disjoint objects (an edit of an object already in the
     group starts the next group), so each editor's answer describes its
-    objects as its own edit left them."""
+    objects as its own edit left them. Any other small edit is a group of
+    its own (``mergeable`` False)."""
 
+    mergeable: bool
     records: list = field(default_factory=list)
     futures: list = field(default_factory=list)
     ids: set = field(default_factory=set)
@@ -338,18 +342,6 @@ def _fail(futures: list, error: BaseException) -> None:
     for future in futures:
         if not future.done():
             future.set_exception(error)
-
-
-def _pass_on(done: "asyncio.Future", future: "asyncio.Future") -> None:
-    """Give ``future`` the outcome of ``done`` (a task run for it)."""
-    if future.done():
-        return
-    if done.cancelled():
-        future.cancel()
-    elif done.exception() is not None:
-        future.set_exception(done.exception())
-    else:
-        future.set_result(done.result())
 
 
 def record_size(record: Record) -> int:
@@ -453,9 +445,9 @@ class SceneStore:
         self.listened: Callable[[str], bool] | None = None
         self._events: queue.SimpleQueue = queue.SimpleQueue()
         self._event_thread: threading.Thread | None = None
-        #: Per scene, the object edits gathering on the event loop (see :meth:`record_soon`).
-        self._groups: dict[str, _EditGroup] = {}
-        self._tasks: set = set()
+        #: Per scene, the small edits waiting on the event loop, groups in
+        #: arrival order (see :meth:`record_soon`).
+        self._queues: dict[str, collections.deque] = {}
         self._checkpoint_wake = threading.Event()
         self._trimmed = time.monotonic()
         self._checkpoint_thread: threading.Thread | None = None
@@ -815,62 +807,71 @@ class SceneStore:
         (several editors dragging at once) are applied as one edit and one
         journal record (:class:`_EditGroup`), so that their cost is shared as
         their sync is.
+
+        A scene's small edits are applied in the order they arrived. While a
+        checkpoint or another worker holds the scene's locks, they wait on the
+        loop rather than on worker threads (threads blocked on the locks would
+        hold them in turn, and small edits would keep finding them taken),
+        and the later ones wait behind the first: an edit that overtook an
+        earlier one of the same object would leave the earlier one's value.
         """
         if record.kind == edits.VERTICES or record_size(record) > SMALL_EDIT_OBJECTS:
             # A refit, or many objects: a worker thread, the loop goes on.
             return await run_in_threadpool(self.record, scene_id, record)
-        if record.kind != edits.OBJECTS:
-            return await self._record_on_loop(scene_id, record)
-        ids = _record_ids(record)
-        group = self._groups.get(scene_id)
-        if group is None or not ids.isdisjoint(group.ids):
-            group = self._groups[scene_id] = _EditGroup()
-            asyncio.get_running_loop().call_soon(self._apply_group, scene_id, group)
-        future = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiting = self._queues.get(scene_id)
+        if waiting is None:
+            waiting = self._queues[scene_id] = collections.deque()
+            loop.call_soon(self._apply_waiting, scene_id)
+        mergeable = record.kind == edits.OBJECTS
+        ids = _record_ids(record) if mergeable else set()
+        group = waiting[-1] if waiting else None
+        if group is None or not (mergeable and group.mergeable and ids.isdisjoint(group.ids)):
+            group = _EditGroup(mergeable)
+            waiting.append(group)
+        future = loop.create_future()
         group.records.append(record)
         group.futures.append(future)
         group.ids |= ids
         return await future
 
-    async def _record_on_loop(self, scene_id: str, record: Record) -> tuple[StoredScene, Change, SceneView]:
-        # While a checkpoint or another worker holds the scene's locks, the
-        # edit waits on the loop rather than on a worker thread: threads
-        # blocked on the locks would hold them in turn, and small edits would
-        # keep finding them taken and queue up behind each other.
-        while (staged := self._stage(scene_id, record, blocking=False)) is None:
-            await asyncio.sleep(LOCKED_RETRY_SECONDS)
-        await staged.writer.durable(staged.seq)
-        return self._settled(staged)
+    def _apply_waiting(self, scene_id: str) -> None:
+        """Apply a scene's waiting groups in order (on the loop, once the
+        edits that arrived with the first are in); if the locks are taken,
+        try again shortly, the rest still waiting behind."""
+        waiting = self._queues[scene_id]
+        while waiting:
+            if not self._apply_group(scene_id, waiting):
+                asyncio.get_running_loop().call_later(LOCKED_RETRY_SECONDS, self._apply_waiting, scene_id)
+                return
+        del self._queues[scene_id]
 
-    def _apply_group(self, scene_id: str, group: "_EditGroup") -> None:
-        """Apply the edits of a group (on the loop, once the edits that arrived with it are in)."""
-        if self._groups.get(scene_id) is group:
-            del self._groups[scene_id]
+    def _apply_group(self, scene_id: str, waiting: collections.deque) -> bool:
+        """Apply the first group of ``waiting`` and take it off; False (the
+        group left in place) when the scene's locks are taken."""
+        group = waiting[0]
         single = len(group.records) == 1
         (merged,) = group.records if single else edits.folded(group.records)
         try:
             staged = self._stage(scene_id, merged, blocking=False)
         except (ValueError, LookupError, SceneNotFound) as error:
+            waiting.popleft()
             if single:
                 _fail(group.futures, error)
-                return
-            # One of them is refused: each on its own, so that only it is.
-            staged = None
+            else:
+                # One of them is refused: each on its own, in its place, so that only it is.
+                waiting.extendleft(reversed([_EditGroup(False, [record], [future])
+                                             for record, future in zip(group.records, group.futures)]))
+            return True
         except BaseException as error:
+            waiting.popleft()
             _fail(group.futures, error)
-            return
-        else:
-            if staged is None:
-                # The locks are taken (see _record_on_loop): the group tries again shortly.
-                asyncio.get_running_loop().call_later(LOCKED_RETRY_SECONDS, self._apply_group, scene_id, group)
-                return
-            self._settle_when_durable(staged, group.futures)
-            return
-        for record, future in zip(group.records, group.futures):
-            task = asyncio.ensure_future(self._record_on_loop(scene_id, record))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            task.add_done_callback(lambda done, future=future: _pass_on(done, future))
+            return True
+        if staged is None:
+            return False
+        waiting.popleft()
+        self._settle_when_durable(staged, group.futures)
+        return True
 
     def _settle_when_durable(self, staged: "_Staged", futures: list) -> None:
         """Answer ``futures`` with the staged edit's result once its sync returns

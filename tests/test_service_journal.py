@@ -351,3 +351,33 @@ def test_the_c_heap_settings_work_here_and_are_no_ops_without_glibc(monkeypatch)
     monkeypatch.setattr(memory, "_mallopt", None)
     monkeypatch.setattr(memory, "_malloc_trim", None)
     assert memory.limit_arenas() is None and memory.return_free_memory() is None
+
+
+def test_edits_that_wait_for_a_taken_lock_keep_their_arrival_order(tmp_path):
+    # A move that found the scene's lock taken (a checkpoint, another
+    # worker) waits on the loop; an edit of the same object arriving
+    # meanwhile must not overtake it, or a drag would end where it began.
+    import asyncio
+
+    store = SceneStore(tmp_path)
+    scene_id = make_scene(store, count=4)
+    lock = store._lock_for(scene_id)
+
+    async def drag():
+        lock.acquire()
+        first = asyncio.ensure_future(store.record_soon(scene_id, edits.objects_record([1], moved(5.0)[None], [])))
+        for _ in range(3):
+            await asyncio.sleep(0)  # the first move tries, finds the lock taken, waits
+        lock.release()
+        second = asyncio.ensure_future(store.record_soon(scene_id, edits.objects_record([1], moved(6.0)[None], [])))
+        renamed = asyncio.ensure_future(store.record_soon(
+            scene_id, edits.objects_record([], np.zeros((0, 4, 4)), [{"id": 1, "name": "last"}])))
+        return await asyncio.gather(first, second, renamed)
+
+    answers = asyncio.run(drag())
+    assert [view.version for _, _, view in answers] == [1, 2, 3]
+    assert table(store, scene_id)[1][0] == "last"
+    assert table(store, scene_id)[1][1][0][3] == 6.0
+    reopened = SceneStore(tmp_path)
+    reopened.open_all()
+    assert table(reopened, scene_id) == table(store, scene_id)
