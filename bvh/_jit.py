@@ -86,6 +86,10 @@ FAR = 1.0e300
 #: small enough to balance two cores on uneven rays.
 RAY_BLOCK = 256
 
+#: Batches up to this size run on the calling thread (the ``*_serial``
+#: kernels): waking the thread pool costs more than tracing a few rays.
+SERIAL_BATCH = 64
+
 #: Depth limit of every tree the builders make, and so the size of the
 #: fixed per-ray traversal stack: a push happens at most once per level.
 MAX_DEPTH = 64

@@ -15,10 +15,7 @@ import math
 import numpy as np
 from numba import prange
 
-from ._jit import RAY_BLOCK, jit, jit_parallel
-
-#: Rays up to which :func:`interpolate` stays on the calling thread.
-SERIAL_HITS = 64
+from ._jit import RAY_BLOCK, SERIAL_BATCH, jit, jit_parallel
 
 
 @jit
@@ -104,7 +101,7 @@ def interpolate(pack, inverse: np.ndarray, objects: np.ndarray, meshes: np.ndarr
     n = objects.shape[0]
     shading = np.empty((n, 3))
     uv = np.empty((n, 2))
-    kernel = _interpolate_serial if n <= SERIAL_HITS else _interpolate_parallel
+    kernel = _interpolate_serial if n <= SERIAL_BATCH else _interpolate_parallel
     kernel(objects, meshes, triangles, u, v, normal, pack.faces, pack.face_start, pack.vertex_start, pack.normals,
            pack.has_normals, pack.uvs, pack.has_uvs, inverse, shading, uv)
     return shading, uv

@@ -8,7 +8,7 @@ import numba
 import numpy as np
 
 from . import closest_point, kernels, overlap as overlap_kernels, sphere_cast, winding
-from ._jit import FAR, MAX_DEPTH
+from ._jit import FAR, MAX_DEPTH, SERIAL_BATCH
 from .builder import binned_sah_build
 from .config import BuildConfig
 from .hits import AllHits, ClosestPoints, Hits, SphereHits, dot_rows, face_normals, unit_rows
@@ -19,10 +19,6 @@ from .tree import Tree
 from .triangles import TriangleData, prepare_triangles
 from .validation import (check_max_distance, check_mesh, check_points, check_radius, check_rays,
                          check_rays_allowing_zero, check_window)
-
-#: Batches up to this size run on the calling thread: waking the thread pool
-#: costs more than tracing a few rays.
-SERIAL_BATCH = 64
 
 #: Meshes of fewer triangles than this are refitted on the calling thread
 #: alone. Each parallel pass waits for every worker to wake, and with the

@@ -30,7 +30,7 @@ import numpy as np
 from . import (alpha as alpha_columns, closest_point as closest_point_kernels, line_point_pack, lines_points,
                overlap as overlap_kernels, scene_kernels, sphere_cast as sphere_cast_kernels, winding)
 from .scene_kernels import SceneArrays
-from ._jit import FAR
+from ._jit import FAR, SERIAL_BATCH
 from .builder import binned_sah_build
 from .frustum import (BLOCK, INSIDE, OUTSIDE, all_triangles_within_frustum, any_triangle_in_frustum,
                       boxes_in_frustum, check_planes, objects_meet_frustum, planes_to_object_space,
@@ -67,10 +67,6 @@ _log = logging.getLogger("bvh")
 #: for 10,000 objects) once the refitted tree costs more than this times its
 #: cost when built (:meth:`Scene.top_level_cost_ratio`).
 REBUILD_RATIO = 1.5
-
-#: Batches up to this size run on the calling thread: waking the thread pool
-#: costs more than tracing a few rays.
-SERIAL_BATCH = 64
 
 #: The query mask that enables every object.
 ALL_BITS = 0xFFFFFFFF

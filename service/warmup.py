@@ -47,7 +47,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-#: More rays than ``SERIAL_BATCH`` of bvh.scene and bvh.mesh_bvh: the parallel kernels run.
+#: More rays than ``bvh._jit.SERIAL_BATCH``: the parallel kernels run.
 MANY = 300
 
 #: More objects than ``bvh.frustum.BLOCK``: the parallel box test of a selection runs.

@@ -5,7 +5,7 @@ at a time (the calling thread's)."""
 import numpy as np
 
 import bvh
-from bvh.interpolation import SERIAL_HITS
+from bvh._jit import SERIAL_BATCH
 
 
 def heightfield(n: int = 12):
@@ -54,7 +54,7 @@ def test_batches_and_single_rays_interpolate_as_the_reference_does():
         transforms[scene.add_instance(mesh, transform, name=name)] = (name, transform)
     sphere = scene.add_shape("sphere", np.array([[1, 0, 0, 1.5], [0, 1, 0, 3.0], [0, 0, 1, 0], [0, 0, 0, 1.0]]),
                              radius=0.3)
-    count = 4 * SERIAL_HITS + 37
+    count = 4 * SERIAL_BATCH + 37
     # Each ray aimed near the middle of an instance's field.
     middles = np.array([(transform @ [0.5, 0.5, 0.0, 1.0])[:3] for _, transform in transforms.values()])
     targets = middles[rng.integers(0, 4, count)]
