@@ -13,11 +13,13 @@ Answers are written back in the caller's order, so the order only changes
 how fast they come, and which of several equidistant faces is reported.
 """
 
+import math
+
 import numpy as np
 
 from ._jit import jit, jit_inline
 
-#: Bits per axis: 2^10 cells a side, 30 bits in all.
+#: The most bits per axis: 2^10 cells a side, 30 bits in all.
 _BITS = 10
 #: Fewer points than this gain nothing from sorting.
 MIN_SORTED = 256
@@ -35,14 +37,26 @@ def _spread(cell):
 
 
 @jit
-def _morton_codes(points, low, scale, codes):
-    top = (1 << _BITS) - 1
-    for i in range(points.shape[0]):
+def _cell_order(points, low, scale, bits, order):
+    """Counting sort of the points by the Morton code of their cell (``bits``
+    per axis): O(N + cells), where a sort of the codes was O(N log N) and
+    cost a quarter of a 100,000-point query's time."""
+    n = points.shape[0]
+    top = (1 << bits) - 1
+    starts = np.zeros((1 << (3 * bits)) + 1, np.int64)
+    codes = np.empty(n, np.int64)
+    for i in range(n):
         code = 0
         for axis in range(3):
             cell = int(min(max((points[i, axis] - low[axis]) * scale[axis], 0.0), float(top)))
             code |= _spread(cell) << axis
         codes[i] = code
+        starts[code + 1] += 1
+    for c in range(starts.shape[0] - 1):
+        starts[c + 1] += starts[c]
+    for i in range(n):
+        order[starts[codes[i]]] = i
+        starts[codes[i]] += 1
 
 
 def coherent_order(points: np.ndarray) -> np.ndarray:
@@ -57,18 +71,20 @@ def coherent_order(points: np.ndarray) -> np.ndarray:
     -------
     (N,) int64
         A permutation of ``0 .. N-1``: the points along a Morton curve over
-        their bounding box, or ``0 .. N-1`` for fewer than
+        their bounding box, cell by cell (about one point per cell; within a
+        cell, in the caller's order), or ``0 .. N-1`` for fewer than
         :data:`MIN_SORTED` points or a box too large to divide in float64.
     """
     n = points.shape[0]
     if n < MIN_SORTED:
         return np.arange(n, dtype=np.int64)
     low = points.min(axis=0)
+    bits = min(_BITS, max(1, math.ceil(math.log2(n) / 3)))
     with np.errstate(over="ignore", divide="ignore"):
         extent = points.max(axis=0) - low
-        scale = np.where(extent > 0.0, ((1 << _BITS) - 1) / extent, 0.0)
+        scale = np.where(extent > 0.0, ((1 << bits) - 1) / extent, 0.0)
     if not np.all(np.isfinite(extent)) or not np.all(np.isfinite(scale)):
         return np.arange(n, dtype=np.int64)
-    codes = np.empty(n, np.int64)
-    _morton_codes(points, low, scale, codes)
-    return np.argsort(codes, kind="stable")
+    order = np.empty(n, np.int64)
+    _cell_order(points, low, scale, bits, order)
+    return order

@@ -29,6 +29,15 @@ def test_small_batches_and_boxes_too_large_to_divide_keep_the_callers_order():
     np.testing.assert_array_equal(coherent_order(few), np.arange(MIN_SORTED - 1))
     huge = np.random.default_rng(3).uniform(-1.0, 1.0, (MIN_SORTED, 3)) * 1.7e308
     np.testing.assert_array_equal(coherent_order(huge), np.arange(MIN_SORTED))
+
+
+
+def test_points_on_a_line_come_cell_by_cell_in_the_callers_order_within_a_cell():
+    # 256 points: 2^ceil(8 / 3) = 8 cells a side, 32 points in each along x.
     flat = np.zeros((MIN_SORTED, 3))
     flat[:, 0] = np.arange(MIN_SORTED)[::-1]
-    np.testing.assert_array_equal(flat[coherent_order(flat), 0], np.arange(MIN_SORTED))
+    order = coherent_order(flat)
+    cells = (flat[order, 0] * 7 / 255).astype(int)
+    assert np.all(np.diff(cells) >= 0) and cells[0] == 0 and cells[-1] == 7
+    within = np.diff(order)[np.diff(cells) == 0]
+    assert np.all(within > 0)
