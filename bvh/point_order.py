@@ -19,8 +19,9 @@ import numpy as np
 
 from ._jit import jit, jit_inline
 
-#: The most bits per axis: 2^10 cells a side, 30 bits in all.
-_BITS = 10
+#: The most bits per axis: 2^7 cells a side, 2^21 cells (16 MB of counts)
+#: however many points; past about two million points, cells hold several.
+_BITS = 7
 #: Fewer points than this gain nothing from sorting.
 MIN_SORTED = 256
 
@@ -39,8 +40,8 @@ def _spread(cell):
 @jit
 def _cell_order(points, low, scale, bits, order):
     """Counting sort of the points by the Morton code of their cell (``bits``
-    per axis): O(N + cells), where a sort of the codes was O(N log N) and
-    cost a quarter of a 100,000-point query's time."""
+    per axis): O(N + cells), where sorting the codes took twice as long
+    (11 ms for 100,000 points)."""
     n = points.shape[0]
     top = (1 << bits) - 1
     starts = np.zeros((1 << (3 * bits)) + 1, np.int64)
