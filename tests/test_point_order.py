@@ -31,7 +31,6 @@ def test_small_batches_and_boxes_too_large_to_divide_keep_the_callers_order():
     np.testing.assert_array_equal(coherent_order(huge), np.arange(MIN_SORTED))
 
 
-
 def test_points_on_a_line_come_cell_by_cell_in_the_callers_order_within_a_cell():
     # 256 points: 2^ceil(8 / 3) = 8 cells a side, 32 points in each along x.
     flat = np.zeros((MIN_SORTED, 3))
