@@ -107,14 +107,8 @@ def id_buffer_parallel(scene, alpha, width, height, eye, ray_map, origins, direc
             block_origins = np.empty((m, 3))
             block_directions = np.empty((m, 3))
             _perspective_rays(pixels, float(width), float(height), eye, ray_map, block_origins, block_directions)
-        # The walk's raw hits and its world outputs, per block: a block's
-        # worth stays in cache, and the image's arrays are written once.
-        hit_object = np.empty(m, np.int32)
-        hit_row = np.empty(m, np.int32)
-        hit_t = np.empty(m)
-        hit_u = np.empty(m)
-        hit_v = np.empty(m)
-        hit_normal = np.empty((m, 3))
+        # The walk's world outputs, per block: a block's worth stays in
+        # cache, and the image's arrays are written once.
         obj = np.empty(m, np.int64)
         mesh = np.empty(m, np.int64)
         triangle = np.empty(m, np.int64)
@@ -126,9 +120,8 @@ def id_buffer_parallel(scene, alpha, width, height, eye, ray_map, origins, direc
         front_face = np.empty(m, np.bool_)
         # A typed 0: the literal would make the block a second signature to
         # compile, beside the batch picks' (the two-lane walk: 14 s cold).
-        _closest_block(scene, alpha, block_origins, block_directions, tmin, tmax, cull, np.int64(0), m, hit_object,
-                       hit_row, hit_t, hit_u, hit_v, hit_normal, obj, mesh, triangle, t, u, v, point, normal,
-                       front_face)
+        _closest_block(scene, alpha, block_origins, block_directions, tmin, tmax, cull, np.int64(0), m, obj, mesh,
+                       triangle, t, u, v, point, normal, front_face)
         for i in range(m):
             out_object[start + i] = obj[i]
             out_triangle[start + i] = triangle[i]

@@ -502,7 +502,7 @@ def _pick_block(scene, lp, alpha, origins, directions, tolerances, box, tmin, tm
                     node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b = 0, 0, 0, -1, -1, tmax
                 else:
                     busy_b = False
-    _finish_closest(start, end, scene.kind, scene.mesh_of, scene.inverse, scene.tris, scene.face_index, origins,
+    _finish_closest(start, end, 0, scene.kind, scene.mesh_of, scene.inverse, scene.tris, scene.face_index, origins,
                     directions, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh,
                     out_triangle, t, u, v, point, normal, front_face)
     set_of = lp.set_of
@@ -548,7 +548,7 @@ def pick_serial(scene, lp, alpha, origins, directions, tolerances, box, tmin, tm
     n = origins.shape[0]
     _pick_block(scene, lp, alpha, origins, directions, tolerances, box, tmin, tmax, cull, np.int64(0), n,
                 np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n), np.empty(n), np.empty(n),
-                np.empty((n, 3)), np.empty((n, LP_RECORD)), out_object, out_mesh, out_triangle, t, u, v, point,
+                np.empty(3 * n), np.empty((n, LP_RECORD)), out_object, out_mesh, out_triangle, t, u, v, point,
                 normal, front_face, primitive, out_set, segment, s, point_index, distance)
 
 
@@ -574,7 +574,7 @@ def pick_parallel(scene, lp, alpha, origins, directions, tolerances, box, tmin, 
     hit_t = np.empty(n)
     hit_u = np.empty(n)
     hit_v = np.empty(n)
-    hit_normal = np.empty((n, 3))
+    hit_normal = np.empty(3 * n)
     records = np.empty((n, LP_RECORD))
     for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
         _pick_block(scene, lp, alpha, origins, directions, tolerances, box, tmin, tmax, cull, b * RAY_BLOCK,

@@ -1903,9 +1903,8 @@ class Scene:
                                               out_mesh, out_triangle, t, u, v, point, normal, front_face)
         else:
             scene_kernels.closest_hits_parallel(scene, alpha, origins, directions, tmin, tmax, cull_backfaces,
-                                                np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n),
-                                                np.empty(n), np.empty(n), np.empty((n, 3)), out_object, out_mesh,
-                                                out_triangle, t, u, v, point, normal, front_face)
+                                                out_object, out_mesh, out_triangle, t, u, v, point, normal,
+                                                front_face)
         shading_normal, uv = self._interpolate(snap, out_object, out_mesh, out_triangle, u, v, normal)
         return SceneHits(out_object, out_mesh, out_triangle, t, u, v, point, normal, shading_normal, uv, front_face,
                          *_surface_kinds(out_object, out_mesh))
