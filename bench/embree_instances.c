@@ -1,0 +1,147 @@
+/* Embree's own instancing as the scene benchmark's anchor (bench/scene.py,
+ * --embree-instances): one mesh, a bare scene of it and a scene of K
+ * instances of it, each a two-level Embree scene (RTC_GEOMETRY_TYPE_INSTANCE
+ * over the mesh's scene), both RTC_SCENE_FLAG_ROBUST; closest hit by
+ * rtcIntersect1, one ray at a time on one thread, as bench.embree_anchor
+ * runs embreex. embreex offers no instancing, hence this program, built
+ * against Debian's libembree-dev (Embree 3).
+ *
+ * Input, one binary file (little-endian): uint32 V, F, K, N; V * 3 float32
+ * vertices; F * 3 uint32 faces; K * 12 float32 object-to-world transforms
+ * (3 x 4, row major); N * 6 float32 rays aimed at the bare mesh (origin,
+ * direction); N * 6 float32 rays aimed at the scene.
+ *
+ * Output, one line each: "bare <best> <median> <hit fraction>" and
+ * "instances <best> <median> <hit fraction>", rays/s over R runs of each
+ * (argv[2]), taken in turns.
+ */
+
+#include <embree3/rtcore.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static void *read_exactly(FILE *file, size_t bytes)
+{
+    void *data = malloc(bytes ? bytes : 1);
+    if (!data || fread(data, 1, bytes, file) != bytes) {
+        fprintf(stderr, "embree_instances: input file too short\n");
+        exit(2);
+    }
+    return data;
+}
+
+static RTCScene mesh_scene(RTCDevice device, uint32_t v, uint32_t f, const float *vertices, const uint32_t *faces)
+{
+    RTCScene scene = rtcNewScene(device);
+    rtcSetSceneFlags(scene, RTC_SCENE_FLAG_ROBUST);
+    RTCGeometry mesh = rtcNewGeometry(device, RTC_GEOMETRY_TYPE_TRIANGLE);
+    float *vb = rtcSetNewGeometryBuffer(mesh, RTC_BUFFER_TYPE_VERTEX, 0, RTC_FORMAT_FLOAT3, 3 * sizeof(float), v);
+    uint32_t *ib = rtcSetNewGeometryBuffer(mesh, RTC_BUFFER_TYPE_INDEX, 0, RTC_FORMAT_UINT3, 3 * sizeof(uint32_t), f);
+    for (size_t i = 0; i < 3 * (size_t)v; i++)
+        vb[i] = vertices[i];
+    for (size_t i = 0; i < 3 * (size_t)f; i++)
+        ib[i] = faces[i];
+    rtcCommitGeometry(mesh);
+    rtcAttachGeometry(scene, mesh);
+    rtcReleaseGeometry(mesh);
+    rtcCommitScene(scene);
+    return scene;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* Seconds for one pass over the rays; the number that hit into `hits`. */
+static double trace(RTCScene scene, const float *rays, uint32_t n, uint32_t *hits)
+{
+    struct RTCIntersectContext context;
+    rtcInitIntersectContext(&context);
+    uint32_t count = 0;
+    double start = now();
+    for (uint32_t i = 0; i < n; i++) {
+        const float *r = rays + 6 * (size_t)i;
+        struct RTCRayHit rh;
+        rh.ray.org_x = r[0];
+        rh.ray.org_y = r[1];
+        rh.ray.org_z = r[2];
+        rh.ray.dir_x = r[3];
+        rh.ray.dir_y = r[4];
+        rh.ray.dir_z = r[5];
+        rh.ray.tnear = 0.0f;
+        rh.ray.tfar = 1e30f;
+        rh.ray.time = 0.0f;
+        rh.ray.mask = 0xFFFFFFFFu;
+        rh.ray.id = i;
+        rh.ray.flags = 0;
+        rh.hit.geomID = RTC_INVALID_GEOMETRY_ID;
+        rh.hit.instID[0] = RTC_INVALID_GEOMETRY_ID;
+        rtcIntersect1(scene, &context, &rh);
+        count += rh.hit.geomID != RTC_INVALID_GEOMETRY_ID;
+    }
+    *hits = count;
+    return now() - start;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: embree_instances INPUT RUNS\n");
+        return 2;
+    }
+    FILE *file = fopen(argv[1], "rb");
+    if (!file) {
+        perror(argv[1]);
+        return 2;
+    }
+    uint32_t *header = read_exactly(file, 4 * sizeof(uint32_t));
+    uint32_t v = header[0], f = header[1], k = header[2], n = header[3];
+    float *vertices = read_exactly(file, 3 * sizeof(float) * (size_t)v);
+    uint32_t *faces = read_exactly(file, 3 * sizeof(uint32_t) * (size_t)f);
+    float *transforms = read_exactly(file, 12 * sizeof(float) * (size_t)k);
+    float *mesh_rays = read_exactly(file, 6 * sizeof(float) * (size_t)n);
+    float *scene_rays = read_exactly(file, 6 * sizeof(float) * (size_t)n);
+    fclose(file);
+    int runs = atoi(argv[2]);
+
+    RTCDevice device = rtcNewDevice(NULL);
+    RTCScene mesh = mesh_scene(device, v, f, vertices, faces);
+    RTCScene instances = rtcNewScene(device);
+    rtcSetSceneFlags(instances, RTC_SCENE_FLAG_ROBUST);
+    for (uint32_t i = 0; i < k; i++) {
+        RTCGeometry instance = rtcNewGeometry(device, RTC_GEOMETRY_TYPE_INSTANCE);
+        rtcSetGeometryInstancedScene(instance, mesh);
+        rtcSetGeometryTransform(instance, 0, RTC_FORMAT_FLOAT3X4_ROW_MAJOR, transforms + 12 * (size_t)i);
+        rtcCommitGeometry(instance);
+        rtcAttachGeometry(instances, instance);
+        rtcReleaseGeometry(instance);
+    }
+    rtcCommitScene(instances);
+
+    /* In turns, so that a slow spell of the machine falls on both. */
+    double *bare = malloc(sizeof(double) * runs), *scene = malloc(sizeof(double) * runs);
+    uint32_t bare_hits = 0, scene_hits = 0;
+    for (int run = 0; run < runs; run++) {
+        bare[run] = trace(mesh, mesh_rays, n, &bare_hits);
+        scene[run] = trace(instances, scene_rays, n, &scene_hits);
+    }
+    qsort(bare, runs, sizeof(double), by_value);
+    qsort(scene, runs, sizeof(double), by_value);
+    printf("bare %.1f %.1f %.6f\n", n / bare[0], n / bare[runs / 2], (double)bare_hits / n);
+    printf("instances %.1f %.1f %.6f\n", n / scene[0], n / scene[runs / 2], (double)scene_hits / n);
+    rtcReleaseScene(instances);
+    rtcReleaseScene(mesh);
+    rtcReleaseDevice(device);
+    return 0;
+}
