@@ -17,12 +17,8 @@
  * gets N float64 distances then N uint32 triangles of the last run.
  */
 
-#include <embree3/rtcore.h>
+#include "embree_common.h"
 #include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
 
 struct mesh {
     const float *vertices;
@@ -123,40 +119,13 @@ static bool visit_triangle(struct RTCPointQueryFunctionArguments *args)
     return false;
 }
 
-static void *read_exactly(FILE *file, size_t bytes)
-{
-    void *data = malloc(bytes ? bytes : 1);
-    if (!data || fread(data, 1, bytes, file) != bytes) {
-        fprintf(stderr, "embree_closest: input file too short\n");
-        exit(2);
-    }
-    return data;
-}
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 4) {
         fprintf(stderr, "usage: embree_closest INPUT RUNS OUTPUT\n");
         return 2;
     }
-    FILE *file = fopen(argv[1], "rb");
-    if (!file) {
-        perror(argv[1]);
-        return 2;
-    }
+    FILE *file = open_input(argv[1]);
     uint32_t *header = read_exactly(file, 3 * sizeof(uint32_t));
     uint32_t v = header[0], f = header[1], n = header[2];
     float *vertices = read_exactly(file, 3 * sizeof(float) * (size_t)v);
@@ -166,23 +135,10 @@ int main(int argc, char **argv)
     int runs = atoi(argv[2]);
 
     RTCDevice device = rtcNewDevice(NULL);
-    RTCScene scene = rtcNewScene(device);
-    rtcSetSceneFlags(scene, RTC_SCENE_FLAG_ROBUST);
-    RTCGeometry geometry = rtcNewGeometry(device, RTC_GEOMETRY_TYPE_TRIANGLE);
-    float *vb = rtcSetNewGeometryBuffer(geometry, RTC_BUFFER_TYPE_VERTEX, 0, RTC_FORMAT_FLOAT3, 3 * sizeof(float), v);
-    uint32_t *ib = rtcSetNewGeometryBuffer(geometry, RTC_BUFFER_TYPE_INDEX, 0, RTC_FORMAT_UINT3,
-                                           3 * sizeof(uint32_t), f);
+    RTCScene scene = robust_mesh_scene(device, v, f, vertices, faces);
     double scale = 0.0;
-    for (size_t i = 0; i < 3 * (size_t)v; i++) {
-        vb[i] = vertices[i];
+    for (size_t i = 0; i < 3 * (size_t)v; i++)
         scale = fabs(vertices[i]) > scale ? fabs(vertices[i]) : scale;
-    }
-    for (size_t i = 0; i < 3 * (size_t)f; i++)
-        ib[i] = faces[i];
-    rtcCommitGeometry(geometry);
-    rtcAttachGeometry(scene, geometry);
-    rtcReleaseGeometry(geometry);
-    rtcCommitScene(scene);
 
     struct mesh mesh = {vertices, faces};
     double *distance = malloc(sizeof(double) * n), *seconds = malloc(sizeof(double) * runs);

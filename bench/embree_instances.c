@@ -16,46 +16,7 @@
  * (argv[2]), taken in turns.
  */
 
-#include <embree3/rtcore.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-static void *read_exactly(FILE *file, size_t bytes)
-{
-    void *data = malloc(bytes ? bytes : 1);
-    if (!data || fread(data, 1, bytes, file) != bytes) {
-        fprintf(stderr, "embree_instances: input file too short\n");
-        exit(2);
-    }
-    return data;
-}
-
-static RTCScene mesh_scene(RTCDevice device, uint32_t v, uint32_t f, const float *vertices, const uint32_t *faces)
-{
-    RTCScene scene = rtcNewScene(device);
-    rtcSetSceneFlags(scene, RTC_SCENE_FLAG_ROBUST);
-    RTCGeometry mesh = rtcNewGeometry(device, RTC_GEOMETRY_TYPE_TRIANGLE);
-    float *vb = rtcSetNewGeometryBuffer(mesh, RTC_BUFFER_TYPE_VERTEX, 0, RTC_FORMAT_FLOAT3, 3 * sizeof(float), v);
-    uint32_t *ib = rtcSetNewGeometryBuffer(mesh, RTC_BUFFER_TYPE_INDEX, 0, RTC_FORMAT_UINT3, 3 * sizeof(uint32_t), f);
-    for (size_t i = 0; i < 3 * (size_t)v; i++)
-        vb[i] = vertices[i];
-    for (size_t i = 0; i < 3 * (size_t)f; i++)
-        ib[i] = faces[i];
-    rtcCommitGeometry(mesh);
-    rtcAttachGeometry(scene, mesh);
-    rtcReleaseGeometry(mesh);
-    rtcCommitScene(scene);
-    return scene;
-}
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
+#include "embree_common.h"
 
 /* Seconds for one pass over the rays; the number that hit into `hits`. */
 static double trace(RTCScene scene, const float *rays, uint32_t n, uint32_t *hits)
@@ -88,23 +49,13 @@ static double trace(RTCScene scene, const float *rays, uint32_t n, uint32_t *hit
     return now() - start;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: embree_instances INPUT RUNS\n");
         return 2;
     }
-    FILE *file = fopen(argv[1], "rb");
-    if (!file) {
-        perror(argv[1]);
-        return 2;
-    }
+    FILE *file = open_input(argv[1]);
     uint32_t *header = read_exactly(file, 4 * sizeof(uint32_t));
     uint32_t v = header[0], f = header[1], k = header[2], n = header[3];
     float *vertices = read_exactly(file, 3 * sizeof(float) * (size_t)v);
@@ -116,7 +67,7 @@ int main(int argc, char **argv)
     int runs = atoi(argv[2]);
 
     RTCDevice device = rtcNewDevice(NULL);
-    RTCScene mesh = mesh_scene(device, v, f, vertices, faces);
+    RTCScene mesh = robust_mesh_scene(device, v, f, vertices, faces);
     RTCScene instances = rtcNewScene(device);
     rtcSetSceneFlags(instances, RTC_SCENE_FLAG_ROBUST);
     for (uint32_t i = 0; i < k; i++) {
