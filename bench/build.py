@@ -56,9 +56,9 @@ def _timed(fn, repeat: int):
 
 
 def _rows(bvh, mesh, repeat: int) -> list[list[str]]:
-    from bvh.builder import binned_sah_build
-    from bvh.config import BuildConfig
-    from bvh.triangles import prepare_triangles
+    from bvh.builders.sah import binned_sah_build
+    from bvh.builders.config import BuildConfig
+    from bvh.builders.triangles import prepare_triangles
     from bvh.validation import check_mesh
 
     data = prepare_triangles(*check_mesh(mesh.vertices, mesh.faces))

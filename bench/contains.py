@@ -74,7 +74,7 @@ def parity(mesh, points: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
 
 def run(name: str, args, rng) -> list[str]:
     import bvh
-    from bvh import winding
+    from bvh.queries import winding
     from tests.reference_proximity import winding_numbers
 
     vertices, faces = load(name)

@@ -313,7 +313,7 @@ def closest_rates(url: str, scene_id: str, mesh_path: Path, points: np.ndarray, 
 def in_process_rate(mesh_path: Path, origins: np.ndarray, directions: np.ndarray, repeats: int) -> float:
     import bvh
 
-    scene = bvh.load(mesh_path) if hasattr(bvh, "load") else __import__("bvh.loader").loader.load(mesh_path)
+    scene = bvh.load(mesh_path) if hasattr(bvh, "load") else __import__("bvh.io.load").loader.load(mesh_path)
     # Same float32-rounded rays as the binary batch sends.
     origins = origins.astype(np.float32).astype(np.float64)
     directions = directions.astype(np.float32).astype(np.float64)

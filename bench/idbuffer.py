@@ -14,7 +14,7 @@ building or the street. Measured for each, the best and the median of
 1. ``Scene.id_buffer`` in this process: the server's work (object,
    triangle and depth planes), then with normals and barycentrics;
 2. the same plus the answer's bytes as ``/idbuffer`` packs them
-   (``service.routes.idbuffer``), plain and gzip-compressed (level 1);
+   (``service.api.routes.idbuffer``), plain and gzip-compressed (level 1);
 3. ``POST /scenes/{id}/idbuffer`` over loopback HTTP against a
    ``python -m service`` started here (one worker, temporary data
    directory), plain and with ``Accept-Encoding: gzip``: the client's wall
@@ -36,10 +36,10 @@ import numpy as np
 import bvh
 import sample_meshes
 from bench.http import Server, free_port, request, upload
-from bvh.loader import read_scene_description
-from service.building import add_file_meshes, place_file_instances
-from service.rendering import frame_bounds
-from service.routes.idbuffer import GZIP_LEVEL
+from bvh.io.load import read_scene_description
+from service.queries.building import add_file_meshes, place_file_instances
+from service.queries.rendering import frame_bounds
+from service.api.routes.idbuffer import GZIP_LEVEL
 
 CITY = sample_meshes.path("city_block.glb")
 
@@ -63,7 +63,7 @@ def timed(function, runs: int) -> tuple[float, float]:
 
 
 def packed(buffer) -> bytes:
-    """The planes of an ``/idbuffer`` answer (see ``service.routes.idbuffer``)."""
+    """The planes of an ``/idbuffer`` answer (see ``service.api.routes.idbuffer``)."""
     parts = [buffer.object, buffer.triangle, buffer.depth]
     parts += [part for part in (buffer.barycentric, buffer.normal) if part is not None]
     return b"".join(np.ascontiguousarray(part).data for part in parts)

@@ -24,7 +24,7 @@ import numpy as np
 
 import bvh
 from bench.idbuffer import city_block
-from service.rendering import frame_bounds
+from service.queries.rendering import frame_bounds
 from tests.reference_lasso import ProjectedTriangles, star_polygon, world_triangles
 
 WIDTH, HEIGHT = 1280, 720

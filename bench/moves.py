@@ -18,7 +18,7 @@ level or city), and measures the bars of issue 15:
    value); reported: lost edits, half-applied batches, seconds to ``/ready``
    and the service's own time to open the scene (its log line).
 
-Every edit is acknowledged only once durable (see ``service.journal``).
+Every edit is acknowledged only once durable (see ``service.store.journal``).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def _percentiles(samples) -> str:
 
 
 def _move(store, scene_id, oid, x):
-    from service import edits
+    from service.store import edits
 
     matrix = np.eye(4)
     matrix[0, 3] = x
@@ -61,9 +61,9 @@ def main() -> None:
 
     import bvh
     from cluster.seaweedfs import SeaweedFS
-    from service.object_store import ObjectStore
-    from service.remote_store import RemoteSceneStore
-    from service.store import SceneStore
+    from service.store.object_store import ObjectStore
+    from service.store.remote import RemoteSceneStore
+    from service.store.store import SceneStore
 
     from .meshes import displaced_icosphere
 

@@ -13,18 +13,19 @@
 """
 
 from ._jit import end_cache_scope
-from . import camera, frustum, primitives
-from .config import BuildConfig
+from . import camera, primitives
+from .queries import frustum
+from .builders.config import BuildConfig
 from .camera import Camera
-from .idbuffer import IdBuffer
-from .lasso import Lasso
+from .queries.idbuffer import IdBuffer
+from .queries.lasso import Lasso
 from .hits import (AllHits, ClosestPoints, Hits, SceneAllHits, SceneClosestPoints, SceneContains, SceneHits,
                    SceneSphereHits, Selection, SphereHits)
-from .loader import load, read_scene_description, supported_file_types
-from .materials import AlphaMaterial, MeshAlpha
+from .io.load import load, read_scene_description, supported_file_types
+from .io.materials import AlphaMaterial, MeshAlpha
 from .mesh_bvh import MeshBVH, build
-from .scene import MeshInfo, ObjectInfo, ObjectRows, Scene, UnknownIdError
-from .tree import Tree
+from .scene.scene import MeshInfo, ObjectInfo, ObjectRows, Scene, UnknownIdError
+from .builders.tree import Tree
 
 end_cache_scope()
 

@@ -21,28 +21,35 @@ import numba
 from numba import njit
 
 
-#: Modules of ``bvh`` that hold no kernel and that no kernel module imports
-#: (``tests/test_jit_cache.py`` checks the second part): the Python-facing
-#: API, loading and saving. A change to them cannot change compiled code, so
-#: they are left out of the cache key and editing them does not recompile.
-PYTHON_ONLY = frozenset({"__init__.py", "gltf_materials.py", "hits.py", "line_point_pack.py", "loader.py",
-                         "materials.py", "mesh_bvh.py", "mesh_pack.py", "persistence.py", "scene.py", "trimesh.py"})
+#: Packages of ``bvh`` that hold no kernel and that no kernel module imports
+#: (``tests/test_jit_cache.py`` checks both): the scene's Python side and file
+#: I/O. With the package's own ``__init__.py`` (the façade, which imports
+#: everything) they are left out of the cache key, so editing them does not
+#: recompile; every other module of ``bvh`` is kernel code or may be.
+PYTHON_ONLY_PACKAGES = ("scene", "io")
+
+
+def is_python_only(source: Path, package: Path) -> bool:
+    """Whether ``source`` (a file under ``package``, the ``bvh`` folder) is
+    left out of the kernel cache key: the façade or a Python-only package."""
+    relative = source.relative_to(package).parts
+    return relative == ("__init__.py",) or relative[0] in PYTHON_ONLY_PACKAGES
 
 
 def _source_keyed_cache_dir(package: Path = Path(__file__).resolve().parent) -> Path:
     """A numba cache directory named after a hash of the source files of ``bvh``.
 
     numba checks a cached kernel only against the file that defines it, so a
-    kernel in ``kernels.py`` would keep running old code after a change to
-    ``traversal.py`` or ``leaf_tests.py``, which it inlines. Keying the whole
-    cache by the sources (all but :data:`PYTHON_ONLY`) makes any change, or
+    kernel in ``queries/mesh_rays.py`` would keep running old code after a change
+    to ``walk/traversal.py`` or ``queries/ray_triangle.py``, which it inlines. Keying the whole
+    cache by the sources (all but :func:`is_python_only`'s) makes any change, or
     an in-place upgrade, compile afresh. The cache lives under
     ``NUMBA_CACHE_DIR`` when that is set, else beside the package, else (a
     read-only install) in the user's cache.
     """
     digest = hashlib.sha256()
     for source in sorted(package.rglob("*.py")):
-        if source.parent == package and source.name in PYTHON_ONLY:
+        if is_python_only(source, package):
             continue
         digest.update(source.relative_to(package).as_posix().encode())
         digest.update(source.read_bytes())

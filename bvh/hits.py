@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
-#: Names of ``SceneHits.primitive``'s codes (``bvh.lines_points``).
+#: Names of ``SceneHits.primitive``'s codes (``bvh.queries.lines_points``).
 PRIMITIVE_NAMES = ("triangle", "shape", "segment", "point")
 
 
@@ -138,7 +138,7 @@ class SceneHits:
 
     Notes
     -----
-    For a segment or point hit (see :mod:`bvh.lines_points`), ``t`` is the
+    For a segment or point hit (see :mod:`bvh.queries.lines_points`), ``t`` is the
     ray's parameter of closest approach and ``point`` the nearest point of
     the segment (or the point itself), ``distance`` from ``origin + t *
     direction``; ``mesh``, ``triangle`` are -1, ``u``, ``v``, ``uv`` and the

@@ -7,16 +7,16 @@ from typing import Callable, NamedTuple
 import numba
 import numpy as np
 
-from . import closest_point, kernels, overlap as overlap_kernels, sphere_cast, winding
+from .queries import closest_point, mesh_rays as kernels, overlap as overlap_kernels, sphere_cast, winding
 from ._jit import FAR, MAX_DEPTH, SERIAL_BATCH
-from .builder import binned_sah_build
-from .config import BuildConfig
+from .builders.sah import binned_sah_build
+from .builders.config import BuildConfig
 from .hits import AllHits, ClosestPoints, Hits, SphereHits, dot_rows, face_normals, unit_rows
-from .node_layout import CHILD_COUNT, ROW, WIDTH, aligned_empty, collapse_to_wide
-from .point_order import coherent_order
-from .refit import check_refit_vertices, refit_tree, wide_sah_cost
-from .tree import Tree
-from .triangles import TriangleData, prepare_triangles
+from .walk.nodes import CHILD_COUNT, ROW, WIDTH, aligned_empty, collapse_to_wide
+from .queries.point_order import coherent_order
+from .builders.refit import check_refit_vertices, refit_tree, wide_sah_cost
+from .builders.tree import Tree
+from .builders.triangles import TriangleData, prepare_triangles
 from .validation import (check_max_distance, check_mesh, check_points, check_radius, check_rays,
                          check_rays_allowing_zero, check_window)
 
@@ -83,7 +83,7 @@ class MeshBVH:
     Attributes
     ----------
     nodes : (K, 32) float32
-        128-byte four-wide nodes, see :mod:`bvh.node_layout`.
+        128-byte four-wide nodes, see :mod:`bvh.walk.nodes`.
     triangles : (T, 9) float32
         Vertices of the non-degenerate faces in leaf order, relative to ``offset``.
     face_index : (T,) int32
@@ -113,7 +113,7 @@ class MeshBVH:
         self._used_vertices = None
         self._refit_lock = threading.Lock()
         #: ``(nodes, dipoles)``: the winding number's per-node data
-        #: (``bvh.winding``) of the tree whose nodes are ``nodes``.
+        #: (``bvh.queries.winding``) of the tree whose nodes are ``nodes``.
         self._dipole_cache = None
         self.refit_cost_ratio = 1.0
         self._arrays = _Arrays(nodes, nodes.view(np.int32), triangles, face_index, offset, 0.0, 0.0)
@@ -215,7 +215,7 @@ class MeshBVH:
         The triangles are centred and rounded as :func:`build` does (the
         centring offset is recomputed from the new positions) and every node
         box is recomputed bottom-up, as conservatively as the build's (see
-        :mod:`bvh.refit`). Queries running on other threads meanwhile see
+        :mod:`bvh.builders.refit`). Queries running on other threads meanwhile see
         the old mesh or the new one, never a mix. :attr:`refit_cost_ratio`
         then says how much worse the tree has become than when built; past
         about 1.5 a rebuild pays (issue 14), which is the caller's decision.
@@ -428,7 +428,7 @@ class MeshBVH:
         """Nearest point of the surface to each query point.
 
         Branch and bound over the tree, nearest box first, with Ericson's
-        point/triangle region test at the leaves (:mod:`bvh.closest_point`).
+        point/triangle region test at the leaves (:mod:`bvh.queries.closest_point`).
 
         Parameters
         ----------
@@ -467,7 +467,7 @@ class MeshBVH:
         the surface (a sphere already touching it at ``tmin`` gives
         ``tmin``). The tree's boxes grown by the radius bound the search, and
         the leaves test the swept sphere against each triangle's face, edges
-        and corners in float64 (:mod:`bvh.sphere_cast`). Radius 0 is
+        and corners in float64 (:mod:`bvh.queries.sphere_cast`). Radius 0 is
         :meth:`intersect`'s ray.
 
         Parameters
@@ -509,7 +509,7 @@ class MeshBVH:
         """Faces that have a point in common with a closed solid.
 
         One walk of the tree with a conservative shape/box bound at the
-        nodes and an exact float64 test at the leaves (:mod:`bvh.overlap`):
+        nodes and an exact float64 test at the leaves (:mod:`bvh.queries.overlap`):
         the distance from a sphere's centre or a capsule's segment, the
         separating-axis test of boxes, the clipped triangle for convex
         regions. Boundaries count. Zero-area faces are not in the tree and
@@ -543,7 +543,7 @@ class MeshBVH:
                                          arrays.triangles.reshape(-1), local)
         return np.sort(arrays.face_index[rows].astype(np.int64))
     def _dipoles(self, arrays: _Arrays) -> np.ndarray:
-        """The dipole data of the tree ``arrays`` holds (:mod:`bvh.winding`).
+        """The dipole data of the tree ``arrays`` holds (:mod:`bvh.queries.winding`).
 
         Made on the first inside/outside query after a build or a refit, not
         by them: a pass over the triangles that costs more than the refit
@@ -568,7 +568,7 @@ class MeshBVH:
         where two closed surfaces overlap. An open mesh gives fractions: the
         solid angle its surface subtends over 4 pi, about 1/2 in the plane
         of a hole. Values are approximate away from 1/2 (see
-        :mod:`bvh.winding`: errors of a few hundredths at most, far less
+        :mod:`bvh.queries.winding`: errors of a few hundredths at most, far less
         usually) and re-evaluated near it, so that ``>= 0.5`` is decided as
         the exact sum would decide it. On the surface (within rounding of
         it) the number is undefined, and rounding decides.

@@ -30,8 +30,8 @@ QUAD = 3
 POLYGON = 4
 REMOVED = -1
 #: Objects that place a set of line segments or of points
-#: (:mod:`bvh.line_point_pack`); only a closest-hit pick with tolerances
-#: (:mod:`bvh.lines_points`) sees them, every other query skips them.
+#: (:mod:`bvh.scene.line_point_pack`); only a closest-hit pick with tolerances
+#: (:mod:`bvh.queries.lines_points`) sees them, every other query skips them.
 LINES = 5
 POINTS = 6
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ._jit import jit
-from .triangles import used_bounds
+from .builders.triangles import used_bounds
 
 #: Directions shorter than this are refused as too short to trace: their
 #: slab distances would leave the range the traversal's safe reciprocal keeps

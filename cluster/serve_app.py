@@ -41,7 +41,7 @@ from starlette.concurrency import run_in_threadpool
 
 from service.app import create_app
 from service.settings import get_settings
-from service.store import SCENE_ID, SceneNotFound
+from service.store.store import SCENE_ID, SceneNotFound
 
 log = logging.getLogger("service.cluster")
 

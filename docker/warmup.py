@@ -7,7 +7,7 @@ first picks within seconds of starting instead of compiling for minutes::
     python docker/warmup.py                    # compile every kernel, one process per CPU
     python docker/warmup.py --require-cached   # exit 1 unless all came from the cache
 
-The workload is :mod:`service.warmup`'s: the one the service itself runs
+The workload is :mod:`service.ops.warmup`'s: the one the service itself runs
 (the pick path before ``/ready``, the rest in the background), plus a bare
 ``bvh.MeshBVH``.
 
@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from service.warmup import dispatchers, everything, group
+from service.ops.warmup import dispatchers, everything, group
 
 #: Shares of the compiling that need no kernel of one another, slowest first:
 #: run in parallel processes, they fill the cache in a fraction of the time.

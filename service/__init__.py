@@ -1,7 +1,9 @@
 """The HTTP picking service over ``bvh.Scene`` (FastAPI): ``python -m service`` runs it.
 
-Layout: ``settings`` (PICK_* variables), ``store`` (scenes in memory and on
-disk), ``schemas`` (request and response bodies), ``routes/`` (one router per
-resource), ``picking`` (hit results as JSON or binary records), ``app``
-(``create_app``).
+Layout (``docs/architecture.md``): ``app`` (``create_app``) and ``settings``
+(the PICK_* variables); ``api/`` (routes, request and response bodies,
+errors, the OpenAPI); ``queries/`` (what a request does, shared by HTTP and
+the live channel); ``live/`` (the live channel); ``store/`` (scenes in memory,
+on disk or in an object store; the journal); ``ops/`` (metrics, memory,
+warm-up, sample scenes).
 """

@@ -5,7 +5,7 @@ import sys
 
 import uvicorn
 
-from .samples import MARKER as SAMPLES_MARKER, create_sample_scenes
+from .ops.samples import MARKER as SAMPLES_MARKER, create_sample_scenes
 from .settings import MEGABYTE, Settings, get_settings
 
 
@@ -14,12 +14,12 @@ def websocket_options(settings: Settings) -> dict:
 
     The websockets library's sans-I/O implementation (uvicorn's ``websockets``
     one is deprecated) with the frames of one turn of the event loop sent in
-    one write (:mod:`service.websocket_protocol`), frames up to the upload
+    one write (:mod:`service.live.protocol`), frames up to the upload
     limit as for HTTP bodies. Per-message compression stays on for clients
     that ask for it (browsers do): about 3.5 µs a pick answer here, against
     some 100 µs for the pick.
     """
-    return {"ws": "service.websocket_protocol:CorkedWebSocketProtocol",
+    return {"ws": "service.live.protocol:CorkedWebSocketProtocol",
             "ws_max_size": int(settings.max_upload_mb * MEGABYTE)}
 
 

@@ -17,20 +17,20 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.concurrency import run_in_threadpool
 
-from . import warmup
-from .direct_route import DirectRoutes
-from .errors import http_error, install_error_handlers, method_table
-from .live import LiveHub
-from .memory import limit_arenas
-from .metrics import Metrics
-from .middleware import ApiKeyAuth, BodyLimit, RequestMetrics
-from .openapi import install_schemas
-from .responses import JSONBytes
-from .routes import health, idbuffer, live, objects, picks, proximity, render, scenes, select, viewer
-from .routes.idbuffer import EXPOSED_HEADERS as IDBUFFER_HEADERS
-from .routes.render import CAMERA_HEADER
+from .ops import warmup
+from .api.direct_route import DirectRoutes
+from .api.errors import http_error, install_error_handlers, method_table
+from .live.hub import LiveHub
+from .ops.memory import limit_arenas
+from .ops.metrics import Metrics
+from .api.middleware import ApiKeyAuth, BodyLimit, RequestMetrics
+from .api.openapi import install_schemas
+from .api.responses import JSONBytes
+from .api.routes import health, idbuffer, live, objects, picks, proximity, render, scenes, select, viewer
+from .api.routes.idbuffer import EXPOSED_HEADERS as IDBUFFER_HEADERS
+from .api.routes.render import CAMERA_HEADER
 from .settings import Settings, get_settings
-from .store import SceneStore
+from .store.store import SceneStore
 
 log = logging.getLogger("service")
 
@@ -114,8 +114,8 @@ def _freeze_what_start_up_made() -> None:
 def make_store(settings: Settings) -> SceneStore:
     """The embedded store in a directory, or the object store's (``PICK_STORE=s3://...``)."""
     if settings.object_store:
-        from .object_store import ObjectStore
-        from .remote_store import RemoteSceneStore
+        from .store.object_store import ObjectStore
+        from .store.remote import RemoteSceneStore
 
         return RemoteSceneStore(ObjectStore(settings.store, timeout=settings.store_timeout_seconds),
                                 settings.data_dir, checkpoint_records=settings.checkpoint_records,

@@ -28,7 +28,7 @@ class Settings(BaseSettings):
         the standard ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
         ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION`` (and ``AWS_ALLOW_HTTP=true``
         for a plain-HTTP endpoint); scenes are opened lazily and cached per
-        process under ``data_dir`` (see ``service.remote_store``).
+        process under ``data_dir`` (see ``service.store.remote``).
     store_poll_seconds : float
         S3 mode: the pause between two looks for other processes' edits of
         the scenes in memory; an edit made elsewhere is seen here within this
@@ -69,7 +69,7 @@ class Settings(BaseSettings):
         uvicorn's line per request; off by default (``/metrics`` counts
         requests, and the line costs more than a pick).
     warm_up : bool
-        Run every kind of query once at start-up (``service.warmup``), so that
+        Run every kind of query once at start-up (``service.ops.warmup``), so that
         no request waits for numba to compile or load a kernel; ``/ready``
         turns 200 after it (about 2 s with numba's cache filled, minutes
         without). Tests turn it off: each app they start would pay it.
@@ -139,7 +139,7 @@ class Settings(BaseSettings):
         if value is not None and not value.strip():
             return None
         if value is not None and value.startswith("s3://"):
-            from .object_store import parse_location
+            from .store.object_store import parse_location
             parse_location(value)
         return value
 

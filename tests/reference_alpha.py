@@ -1,6 +1,6 @@
 """Slow float64 brute force of alpha-tested picking: every ray against every
 world triangle (Möller–Trumbore in float64), each candidate kept or let
-through by the texel rule ``bvh.alpha`` documents, written again here from
+through by the texel rule ``bvh.queries.alpha`` documents, written again here from
 the glTF and OpenGL specifications, sharing no code with ``bvh``.
 
 Triangles are the records of ``tests.alpha_scenes._truth``: ``(node, face,

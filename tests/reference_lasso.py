@@ -1,6 +1,6 @@
 """Slow float64 reference for lasso selection: point in polygon and clipped areas.
 
-A naive oracle for :mod:`bvh.lasso`, sharing no code with ``bvh``. Each world
+A naive oracle for :mod:`bvh.queries.lasso`, sharing no code with ``bvh``. Each world
 triangle goes to clip space by the camera's projection and view (applied one
 after the other), is clipped against the near and far planes in homogeneous
 coordinates, and its clipped outline is projected to pixels. Then, per

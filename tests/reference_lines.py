@@ -1,5 +1,5 @@
 """Slow float64 brute force of a pick among triangles, segments and points
-with tolerances (the rules of ``bvh.lines_points``), written independently of
+with tolerances (the rules of ``bvh.queries.lines_points``), written independently of
 the kernels: the closest approach of a ray and a segment as the least of its
 candidate points (the two lines' closest points when inside the domain, the
 segment's two ends, the ray's start), in world coordinates from the
@@ -146,7 +146,7 @@ class Answer:
 
 
 def pick(world: World, o, d, tmin, tmax, line_tol, line_slope, point_tol, point_slope) -> Answer:
-    """The pick of one ray by the rules of ``bvh.lines_points``."""
+    """The pick of one ray by the rules of ``bvh.queries.lines_points``."""
     o = np.asarray(o, float)
     d = np.asarray(d, float)
     length = np.sqrt(d @ d)

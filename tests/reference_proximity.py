@@ -615,7 +615,7 @@ def overlapping_triangles(vertices, faces, shape):
         ``{"kind": "capsule", "a": (3,), "b": (3,), "radius": r}``;
         ``{"kind": "convex", "planes": (P, 4)}``, rows ``(nx, ny, nz, d)``
         with ``x`` inside when ``n . x + d >= 0`` for every row, as in
-        ``bvh.frustum`` (any scale; ``P = 0`` is all of space).
+        ``bvh.queries.frustum`` (any scale; ``P = 0`` is all of space).
 
     Returns
     -------

@@ -9,8 +9,8 @@ planes per axis. Same interface as ``bvh.builder.binned_sah_build``.
 import numpy as np
 from numba import njit
 
-from bvh.config import BuildConfig
-from bvh.tree import Tree
+from bvh.builders.config import BuildConfig
+from bvh.builders.tree import Tree
 
 
 @njit(cache=True)

@@ -158,8 +158,8 @@ def test_persistence_round_trip(tmp_path):
 
 
 def test_scene_saved_before_alpha_opens(tmp_path):
-    from bvh.mesh_pack import ALPHA_ARRAY_NAMES
-    from bvh.persistence import read_arrays, write_arrays
+    from bvh.scene.mesh_pack import ALPHA_ARRAY_NAMES
+    from bvh.io.persistence import read_arrays, write_arrays
 
     glb, _ = checker_card_scene()
     scene, _ = _load(glb)
@@ -174,7 +174,7 @@ def test_scene_saved_before_alpha_opens(tmp_path):
 
 
 def test_damaged_alpha_arrays_are_refused(tmp_path):
-    from bvh.persistence import read_arrays, write_arrays
+    from bvh.io.persistence import read_arrays, write_arrays
 
     glb, _ = checker_card_scene()
     scene, _ = _load(glb)
@@ -272,7 +272,7 @@ def test_geometries_that_do_not_line_up_are_read_without_alpha(caplog):
     import json
     import struct
 
-    from bvh.gltf_materials import GltfFile
+    from bvh.io.gltf_materials import GltfFile
 
     glb, _ = checker_card_scene()
     (length,) = struct.unpack_from("<I", glb, 12)

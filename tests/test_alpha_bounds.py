@@ -1,4 +1,4 @@
-"""The alpha-tested walks' tighter boxes (bvh.alpha_bounds): each face's
+"""The alpha-tested walks' tighter boxes (bvh.builders.alpha_bounds): each face's
 rectangle holds every texel that may pass, checked by sampling the face
 densely in Python; the boxes change which nodes a ray enters, never what it
 hits (the same answers as the ordinary boxes, on rays aimed at texel
@@ -13,10 +13,10 @@ import pytest
 
 import bvh
 from bvh import AlphaMaterial, MeshAlpha
-from bvh.alpha import CLAMP_TO_EDGE, MIRRORED_REPEAT, REPEAT, S_LO
-from bvh.alpha_bounds import opaque_rects, tight_nodes
-from bvh.materials import pack_mesh_alpha
-from bvh.node_layout import EMPTY_MIN, MAX_X, MIN_X
+from bvh.queries.alpha import CLAMP_TO_EDGE, MIRRORED_REPEAT, REPEAT, S_LO
+from bvh.builders.alpha_bounds import opaque_rects, tight_nodes
+from bvh.io.materials import pack_mesh_alpha
+from bvh.walk.nodes import EMPTY_MIN, MAX_X, MIN_X
 
 from .alpha_scenes import foliage, leaf_mask
 from .reference_alpha import wrapped
@@ -32,7 +32,7 @@ def _rect_of(material: AlphaMaterial, texcoords, vertex_alpha=None) -> np.ndarra
 
 def _may_pass(material: AlphaMaterial, texcoords, u, v, alphas) -> np.ndarray:
     """Whether a hit at each ``(u, v)`` passes under any cutoff the rectangle
-    must allow: MASK's own, BLEND's any above zero (written again from bvh.alpha's notes)."""
+    must allow: MASK's own, BLEND's any above zero (written again from bvh.queries.alpha's notes)."""
     st = np.asarray(texcoords, np.float32).astype(np.float64)
     w = 1.0 - u - v
     s = w * st[0, 0] + u * st[1, 0] + v * st[2, 0]
@@ -197,7 +197,7 @@ def test_a_refitted_alpha_mesh_gets_new_tighter_boxes():
 
 
 def test_scene_saved_before_the_rectangles_opens_with_them(tmp_path, caplog):
-    from bvh.persistence import read_arrays, write_arrays
+    from bvh.io.persistence import read_arrays, write_arrays
 
     vertices, faces, alpha = _foliage(30, seed=6)
     scene = bvh.Scene()

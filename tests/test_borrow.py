@@ -1,4 +1,4 @@
-"""Borrowed views and frame arrays (``bvh.borrow``): same data, same types,
+"""Borrowed views and frame arrays (``bvh.walk.borrow``): same data, same types,
 usable as the walks use them."""
 
 from typing import NamedTuple
@@ -6,7 +6,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from bvh.borrow import borrowed, frame_array
+from bvh.walk.borrow import borrowed, frame_array
 
 
 class Pair(NamedTuple):

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import bvh
-from bvh import builder, triangles
-from bvh.builder import binned_sah_build
-from bvh.config import BuildConfig
-from bvh.triangles import prepare_triangles
+from bvh.builders import sah as builder, triangles
+from bvh.builders.sah import binned_sah_build
+from bvh.builders.config import BuildConfig
+from bvh.builders.triangles import prepare_triangles
 from bvh.validation import check_mesh
 from tests.meshes import sample_mesh, shared_mesh
 from tests.sweep_builder import sweep_build

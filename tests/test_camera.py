@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from bvh import frustum as F
+from bvh.queries import frustum as F
 from bvh.camera import MAX_IMAGE_SIZE, Camera, look_at, perspective, pixel_centers
 
 W, H = 640, 480

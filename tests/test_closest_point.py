@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bvh
-from bvh.closest_point import closest_on_triangle
+from bvh.queries.closest_point import closest_on_triangle
 from tests import reference_proximity as ref
 from tests.meshes import sample_mesh, shared_mesh
 

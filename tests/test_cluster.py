@@ -25,7 +25,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[cluster]'")
 
-from service.picking import RECORD  # noqa: E402
+from service.queries.picking import RECORD  # noqa: E402
 from tests.conftest import TRIANGLE  # noqa: E402
 from tests.meshes import pick_rays, sample_mesh  # noqa: E402
 

@@ -229,8 +229,8 @@ def test_dockerignore_keeps_the_context_to_the_source():
                  "bvh/__pycache__/numba-0/kernels.f-80.py311.nbi", "bvh/kernels.f-80.py311.nbc", "service/x.pyc",
                  ".pytest_cache/v/cache", ".hypothesis/examples/x", "bvh_pick.egg-info/PKG-INFO"):
         assert ignored(path, patterns), path
-    for path in ("pyproject.toml", "README.md", "bvh/scene.py", "bvh/primitives/rays.py", "service/app.py",
-                 "service/routes/picks.py", "sample_meshes/city_block.glb", "sample_meshes/terrain.obj",
+    for path in ("pyproject.toml", "README.md", "bvh/scene/scene.py", "bvh/primitives/rays.py", "service/app.py",
+                 "service/api/routes/picks.py", "sample_meshes/city_block.glb", "sample_meshes/terrain.obj",
                  "docker/warmup.py"):
         assert not ignored(path, patterns), path
     # Everything the Dockerfile copies is in the context.

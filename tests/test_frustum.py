@@ -1,4 +1,4 @@
-"""Tests of ``bvh.frustum``: boxes, triangles and object-space planes.
+"""Tests of ``bvh.queries.frustum``: boxes, triangles and object-space planes.
 
 Triangles *within* a region are checked against per-vertex plane tests in
 float64, leaving out those with a vertex within ``MARGIN`` of a plane.
@@ -15,7 +15,7 @@ region grown and shrunk by ``MARGIN``, and are left out of the comparison.
 import numpy as np
 import pytest
 
-from bvh import frustum as F
+from bvh.queries import frustum as F
 from bvh.camera import Camera
 
 MARGIN = 1e-6

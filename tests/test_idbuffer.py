@@ -1,4 +1,4 @@
-"""Tests of ``Scene.id_buffer`` (``bvh.idbuffer``): every pixel against
+"""Tests of ``Scene.id_buffer`` (``bvh.queries.idbuffer``): every pixel against
 ``Scene.intersect`` of the camera's ray through its centre."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Shading normals and texture coordinates at hits (``bvh/interpolation.py``)
+"""Shading normals and texture coordinates at hits (``bvh/queries/interpolation.py``)
 against a naive float64 reference, in batches (the parallel pass) and one ray
 at a time (the calling thread's)."""
 
@@ -20,7 +20,7 @@ def heightfield(n: int = 12):
 def reference(vertices, faces, normals, uvs, transform, triangle, u, v):
     """Naive float64: barycentric blend of the corners' normals taken to world
     space by the inverse transpose and normalised; of their texture coordinates.
-    Both as the scene stores them, in float32 (``bvh.mesh_pack``)."""
+    Both as the scene stores them, in float32 (``bvh.scene.mesh_pack``)."""
     normals = None if normals is None else normals.astype(np.float32).astype(np.float64)
     uvs = None if uvs is None else uvs.astype(np.float32).astype(np.float64)
     corners = faces[triangle]

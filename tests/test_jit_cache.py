@@ -7,13 +7,15 @@ from pathlib import Path
 import numpy as np
 
 import bvh
-from bvh import builder, kernels
+from bvh.builders import sah as builder
+from bvh.queries import mesh_rays as kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = """
 import numpy as np, bvh
-from bvh import builder, kernels
+from bvh.builders import sah as builder
+from bvh.queries import mesh_rays as kernels
 mesh = bvh.build(np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
 mesh.intersect([0.2, 0.2, 1.0], [0.0, 0.0, -1.0])
 mesh.intersect(np.tile([0.2, 0.2, 1.0], (1000, 1)), np.tile([0.0, 0.0, -1.0], (1000, 1)))
@@ -69,9 +71,10 @@ def test_user_numba_cache_setting_is_left_alone():
     assert numba.config.CACHE_DIR == os.environ.get("NUMBA_CACHE_DIR", "")
 
 
-def _bvh_modules_imported(source: Path, package: Path) -> set[str]:
-    """Top-level modules of ``bvh`` that ``source`` imports, in any spelling
-    (``from .x import``, ``from . import x``, ``from ..x import``, ``import bvh.x``)."""
+def _bvh_modules_imported(source: Path, package: Path) -> set[tuple[str, ...]]:
+    """Modules of ``bvh`` that ``source`` imports, as path parts below the
+    package, in any spelling (``from .x import``, ``from . import x``,
+    ``from ..x.y import``, ``import bvh.x.y``)."""
     import ast
 
     found = set()
@@ -86,28 +89,30 @@ def _bvh_modules_imported(source: Path, package: Path) -> set[str]:
                 parts = (node.module or "").split(".")
             parts = [part for part in parts if part]
             if parts[:1] == ["bvh"]:
-                found |= {parts[1]} if len(parts) > 1 else {alias.name for alias in node.names}
+                found |= {(*parts[1:], alias.name) for alias in node.names} | {tuple(parts[1:])}
         elif isinstance(node, ast.Import):
-            found |= {alias.name.split(".")[1] for alias in node.names if alias.name.startswith("bvh.")}
+            found |= {tuple(alias.name.split(".")[1:]) for alias in node.names if alias.name.startswith("bvh.")}
     return found
 
 
 def test_python_only_modules_cannot_reach_a_kernel(tmp_path, monkeypatch):
     import re
 
-    from bvh._jit import PYTHON_ONLY, _source_keyed_cache_dir
+    from bvh._jit import PYTHON_ONLY_PACKAGES, _source_keyed_cache_dir, is_python_only
 
     package = ROOT / "bvh"
-    pure = {name[:-3] for name in PYTHON_ONLY}
     for source in package.rglob("*.py"):
-        if source.parent == package and source.name in PYTHON_ONLY:
-            assert not re.search(r"@(jit|jit_inline|jit_parallel|njit)\b", source.read_text()), source.name
+        if is_python_only(source, package):
+            assert not re.search(r"@(jit|jit_inline|jit_parallel|njit|intrinsic)\b", source.read_text()), source
             continue
-        reached = _bvh_modules_imported(source, package) & pure
-        assert not reached, (source.name, reached)
+        reached = {parts for parts in _bvh_modules_imported(source, package) if parts[:1] and parts[0] in PYTHON_ONLY_PACKAGES}
+        assert not reached, (source, reached)
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     (tmp_path / "kernels.py").write_text("a = 1\n")
-    (tmp_path / "loader.py").write_text("b = 1\n")
+    (tmp_path / "io").mkdir()
+    (tmp_path / "io" / "load.py").write_text("b = 1\n")
     first = _source_keyed_cache_dir(tmp_path)
-    (tmp_path / "loader.py").write_text("b = 2\n")
+    (tmp_path / "io" / "load.py").write_text("b = 2\n")
     assert _source_keyed_cache_dir(tmp_path) == first
+    (tmp_path / "kernels.py").write_text("a = 2\n")
+    assert _source_keyed_cache_dir(tmp_path) != first

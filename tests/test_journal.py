@@ -1,4 +1,4 @@
-"""service.journal: records round-trip, a torn or damaged tail is where reading stops, group commit."""
+"""service.store.journal: records round-trip, a torn or damaged tail is where reading stops, group commit."""
 
 import os
 import threading
@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from service import journal
+from service.store import journal
 
 
 def _records(tmp_path, *records: bytes) -> str:

@@ -1,4 +1,4 @@
-"""Lines and points as pickable geometry (``bvh.lines_points``): picks
+"""Lines and points as pickable geometry (``bvh.queries.lines_points``): picks
 against the float64 brute force of ``tests/reference_lines.py`` on random
 rays per tolerance, the rules between surfaces and lines, robustness cases,
 instancing, filters and persistence."""
@@ -8,7 +8,7 @@ import pytest
 
 import bvh
 from bvh.hits import PRIMITIVE_NAMES
-from bvh.lines_points import POINT, SEGMENT, TRIANGLE
+from bvh.queries.lines_points import POINT, SEGMENT, TRIANGLE
 
 from .reference_lines import agreement
 

@@ -1,4 +1,4 @@
-"""bvh.loader: files read through trimesh into scene descriptions and scenes.
+"""bvh.io.load: files read through trimesh into scene descriptions and scenes.
 
 glTF/GLB files are written by trimesh at test time from the sample meshes and
 from ../shared/meshes (those tests skip when that folder is absent).
@@ -16,8 +16,8 @@ import trimesh
 from trimesh.transformations import rotation_matrix, translation_matrix
 
 import sample_meshes
-from bvh import loader
-from bvh.loader import SceneDescription, load, read_scene_description, supported_file_types
+from bvh.io import load as loader
+from bvh.io.load import SceneDescription, load, read_scene_description, supported_file_types
 from tests.meshes import SHARED_MESHES, sample_mesh, shared_mesh
 
 

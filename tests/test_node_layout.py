@@ -4,7 +4,7 @@ collapsed into 128-byte four-wide nodes."""
 import numpy as np
 
 import bvh
-from bvh.node_layout import CHILD_COUNT, CHILD_FIRST, EMPTY_MIN, WIDTH, aligned_empty, outward_float32, rebase
+from bvh.walk.nodes import CHILD_COUNT, CHILD_FIRST, EMPTY_MIN, WIDTH, aligned_empty, outward_float32, rebase
 from tests.meshes import sample_mesh
 
 

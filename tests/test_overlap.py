@@ -14,7 +14,7 @@ import pytest
 import trimesh
 
 import bvh
-from bvh import overlap as overlap_kernels
+from bvh.queries import overlap as overlap_kernels
 from tests.meshes import SHARED_MESHES, load_mesh
 from tests.overlap_shapes import KINDS, agrees, bracket, random_shape
 from tests.reference_proximity import overlapping_triangles

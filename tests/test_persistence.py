@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bvh import persistence
-from bvh.persistence import FORMAT, FORMAT_VERSION, read_arrays, read_arrays_and_tokens, write_arrays
+from bvh.io import persistence
+from bvh.io.persistence import FORMAT, FORMAT_VERSION, read_arrays, read_arrays_and_tokens, write_arrays
 
 METADATA = {"objects": [{"id": 0, "name": "chair", "transform": [1.0, 0.0, 2.5]}], "count": 1, "empty": None}
 

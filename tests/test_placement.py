@@ -1,9 +1,9 @@
-"""bvh.placement: world boxes of placed objects, the same to the last bit as transforming corners."""
+"""bvh.builders.placement: world boxes of placed objects, the same to the last bit as transforming corners."""
 
 import numpy as np
 import pytest
 
-from bvh.placement import transformed_boxes
+from bvh.builders.placement import transformed_boxes
 
 
 def corner_boxes(matrices, boxes, which):

@@ -1,8 +1,8 @@
-"""The coherent order of point batches (``bvh.point_order``)."""
+"""The coherent order of point batches (``bvh.queries.point_order``)."""
 
 import numpy as np
 
-from bvh.point_order import MIN_SORTED, coherent_order
+from bvh.queries.point_order import MIN_SORTED, coherent_order
 
 
 def test_the_order_is_a_permutation_along_which_neighbours_are_near():

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import bvh
-from bvh.refit import wide_sah_cost
-from bvh.scene import PENDING_LIMIT, REBUILD_RATIO
+from bvh.builders.refit import wide_sah_cost
+from bvh.scene.scene import PENDING_LIMIT, REBUILD_RATIO
 
 from .meshes import pick_rays, sample_mesh
 from .reference_raycast import closest_hits
@@ -387,7 +387,7 @@ def test_an_annotation_set_while_a_save_runs_is_kept(tmp_path, monkeypatch):
     # The store's background checkpoint saves while edits go on, each annotating the journal
     # number it holds: the save writes the number it captured, and must not put that one back
     # as the scene's own afterwards (a later save would label newer state with an older number).
-    import bvh.persistence
+    import bvh.io.persistence
 
     scene = _scene(count=2, seed=5)
     scene.annotate("journal", 21)
@@ -397,9 +397,9 @@ def test_an_annotation_set_while_a_save_runs_is_kept(tmp_path, monkeypatch):
         scene.annotate("journal", 23)
         write_arrays(directory, arrays, metadata, tokens)
 
-    monkeypatch.setattr(bvh.persistence, "write_arrays", write_while_an_edit_lands)
+    monkeypatch.setattr(bvh.io.persistence, "write_arrays", write_while_an_edit_lands)
     scene.save(tmp_path / "s")
-    monkeypatch.setattr(bvh.persistence, "write_arrays", write_arrays)
+    monkeypatch.setattr(bvh.io.persistence, "write_arrays", write_arrays)
     assert bvh.Scene.open(tmp_path / "s").annotations == {"journal": 21}
     assert scene.annotations == {"journal": 23}
     scene.save(tmp_path / "s")
@@ -459,9 +459,9 @@ def test_the_compiled_path_of_small_moves_places_objects_as_the_general_path(see
             # Axis-aligned turns and exact scales: answers with zeros and -0.0 in them.
             matrices[0, :3, :3] = [[0.0, 0.0, -2.0], [1.0, 0.0, 0.0], [0.0, 0.5, 0.0]]
         fast.set_transforms(chosen, matrices)
-        monkeypatch.setattr(bvh.scene, "FAST_MOVES", 0)
+        monkeypatch.setattr(bvh.scene.scene, "FAST_MOVES", 0)
         general.set_transforms(chosen, matrices)
-        monkeypatch.setattr(bvh.scene, "FAST_MOVES", 256)
+        monkeypatch.setattr(bvh.scene.scene, "FAST_MOVES", 256)
     for ours, theirs in zip(_placement_state(fast), _placement_state(general)):
         assert np.array_equal(ours, theirs) and np.array_equal(np.signbit(ours), np.signbit(theirs))
     origins, directions = pick_rays(flatten(fast)[0], 300, np.random.default_rng(seed))
@@ -486,8 +486,8 @@ def test_nearly_singular_moves_are_decided_by_the_singular_values():
 
 
 def test_the_bound_on_the_condition_number_never_accepts_what_the_svd_refuses():
-    from bvh.placement import _clearly_invertible
-    from bvh.scene import MAX_CONDITION
+    from bvh.builders.placement import _clearly_invertible
+    from bvh.scene.scene import MAX_CONDITION
 
     rng = np.random.default_rng(5)
     for _ in range(3000):

@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from service.picking import RECORD
+from service.queries.picking import RECORD
 
 from .alpha_scenes import TEXELS, checker_card_scene, checkerboard, grid_rays
 

@@ -9,8 +9,8 @@ import pytest
 
 import bvh
 import sample_meshes
-from service.picking import single_result
-from service.store import SceneStore
+from service.queries.picking import single_result
+from service.store.store import SceneStore
 
 #: A 2×2 quad of two triangles in the z = 0 plane, centred on the origin.
 QUAD = {"vertices": [[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0]], "faces": [[0, 1, 2], [0, 2, 3]]}

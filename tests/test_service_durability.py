@@ -11,7 +11,7 @@ import httpx
 import numpy as np
 import pytest
 
-from service.editing import BINARY_MOVE
+from service.queries.editing import BINARY_MOVE
 from tests.conftest import TRIANGLE
 from tests.test_service_persistence import free_port, start_server
 

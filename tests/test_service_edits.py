@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from service.editing import BINARY_MOVE
+from service.queries.editing import BINARY_MOVE
 from tests.conftest import TRIANGLE
 from tests.meshes import pick_rays, sample_mesh
 from tests.reference_raycast import closest_hits

@@ -6,7 +6,7 @@ import itertools
 import pytest
 
 import sample_meshes
-from service.middleware import BodyLimit, BodyTooLarge
+from service.api.middleware import BodyLimit, BodyTooLarge
 from tests.conftest import TRIANGLE, TestClient
 
 
@@ -16,7 +16,7 @@ def test_health_and_ready(client):
 
 
 def test_not_ready_before_start_up(tmp_path, monkeypatch):
-    from service import deps
+    from service.api import deps
     from service.app import create_app
     from service.settings import Settings
 
@@ -212,7 +212,7 @@ class _Gate:
 
 
 def _fake_stages(monkeypatch, pick_path, rest, cold=True):
-    from service import warmup
+    from service.ops import warmup
 
     monkeypatch.setattr(warmup, "stages", lambda rng: (pick_path, rest))
     monkeypatch.setattr(warmup, "cache_is_cold", lambda: cold)
@@ -223,7 +223,8 @@ def test_ready_says_what_start_up_waits_for(tmp_path, monkeypatch, caplog):
     import logging
     import threading
 
-    from service import deps, warmup
+    from service.api import deps
+    from service.ops import warmup
     from service.app import create_app, start_up
     from service.settings import Settings
 
@@ -277,9 +278,9 @@ def test_ready_says_what_start_up_waits_for(tmp_path, monkeypatch, caplog):
 def test_start_up_logs_a_heartbeat_while_a_step_compiles(tmp_path, monkeypatch, caplog):
     import logging
 
-    from service import warmup
+    from service.ops import warmup
     from service.app import start_up
-    from service.store import SceneStore
+    from service.store.store import SceneStore
 
     monkeypatch.setattr(warmup, "HEARTBEAT_SECONDS", 0.05)
     _fake_stages(monkeypatch, [warmup.Step("batch picks", lambda: __import__("time").sleep(0.3))], [], cold=False)
@@ -309,7 +310,7 @@ def test_start_up_failures_are_told(tmp_path, monkeypatch, caplog):
     import subprocess
     import sys
 
-    from service import warmup
+    from service.ops import warmup
     from service.app import create_app, start_up
     from service.settings import Settings
 
@@ -332,7 +333,7 @@ def test_start_up_failures_are_told(tmp_path, monkeypatch, caplog):
     assert "compiling the remaining kernels failed; queries compile them on first use" in caplog.text
 
     # The second process that compiles the single-pick kernel fails, or cannot start: this one compiles it.
-    from service.store import SceneStore
+    from service.store.store import SceneStore
 
     compiled_here = []
     monkeypatch.setattr(warmup, "stages", lambda rng: ([warmup.Step(warmup.HELPER_STEP,
@@ -366,9 +367,9 @@ def test_start_up_warms_the_pick_path_then_the_rest(tmp_path, caplog):
     """The real warm-up: fast on a warm cache (minutes on a cold one, as a first start)."""
     import logging
 
-    from service import warmup
+    from service.ops import warmup
     from service.app import start_up
-    from service.store import SceneStore
+    from service.store.store import SceneStore
 
     # DEBUG: on a warm cache the step lines are debug lines.
     caplog.set_level(logging.DEBUG, logger="service")

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from service import response_limits
-from service.rendering import BACKGROUND
+from service.api import limits as response_limits
+from service.queries.rendering import BACKGROUND
 
 from .conftest import TRIANGLE
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import bvh
-from service import edits, journal
-from service.store import JOURNAL_SEQ, SCENE_DIR, SceneStore
+from service.store import edits, journal
+from service.store.store import JOURNAL_SEQ, SCENE_DIR, SceneStore
 
 TRIANGLE = (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
 
@@ -338,7 +338,7 @@ def test_a_scene_saved_before_journals_is_served_without_a_reload_per_request(tm
 def test_the_c_heap_settings_work_here_and_are_no_ops_without_glibc(monkeypatch):
     import ctypes
 
-    from service import memory
+    from service.ops import memory
 
     memory.limit_arenas()
     memory.return_free_memory()

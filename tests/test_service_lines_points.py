@@ -4,7 +4,7 @@ tolerances (``/pick``, ``/pick/batch``, ``/pick/camera``), the answers' fields, 
 import numpy as np
 import pytest
 
-from service.picking import PRIMITIVE_RECORD, RECORD
+from service.queries.picking import PRIMITIVE_RECORD, RECORD
 
 #: A floor at z = 0 ([-1, 1]^2), a polyline along x at z = 0.5, a point above the floor.
 OBJ = (b"v -1 -1 0\nv 1 -1 0\nv 1 1 0\nv -1 1 0\nf 1 2 3\nf 1 3 4\n"

@@ -23,8 +23,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from service.__main__ import websocket_options
-from service.live import KEEP_EVENTS, RESYNC, Subscriber, Window
-from service.picking import PRIMITIVE_RECORD, RECORD
+from service.live.hub import KEEP_EVENTS, RESYNC, Subscriber, Window
+from service.queries.picking import PRIMITIVE_RECORD, RECORD
 from service.settings import Settings
 from tests.conftest import TRIANGLE
 

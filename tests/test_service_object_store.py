@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import bvh
-from service import edits
-from service.errors import EditConflict, StoreUnavailable
-from service.store import SceneNotFound
+from service.store import edits
+from service.api.errors import EditConflict, StoreUnavailable
+from service.store.store import SceneNotFound
 
 TRIANGLE = (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
 
@@ -22,8 +22,8 @@ def moved(x: float) -> np.ndarray:
 
 
 def remote_store(location, directory, **options):
-    from service.object_store import ObjectStore
-    from service.remote_store import RemoteSceneStore
+    from service.store.object_store import ObjectStore
+    from service.store.remote import RemoteSceneStore
 
     timeout = options.pop("timeout", 5.0)
     options.setdefault("poll_seconds", 0.02)
@@ -228,7 +228,7 @@ def test_evict_drops_memory_and_cache_and_the_next_request_reopens(two_stores):
 
 
 def test_a_lost_answer_of_a_conditional_create_is_recognised_by_its_bytes(s3_environment):
-    from service.object_store import ObjectStore
+    from service.store.object_store import ObjectStore
 
     objects = ObjectStore(s3_environment)
     assert objects.put_new("x/segment", b"mine")
@@ -255,7 +255,7 @@ def test_a_lost_answer_of_a_conditional_create_is_recognised_by_its_bytes(s3_env
 
 def test_a_store_not_answering_is_a_503_with_retry_after_once_the_retries_are_spent(s3_environment, monkeypatch):
     from cluster.seaweedfs import free_ports
-    from service.object_store import ObjectStore
+    from service.store.object_store import ObjectStore
 
     error = StoreUnavailable("s3://scenes/p", "read scenes/x/service.json", ConnectionRefusedError("refused"))
     assert error.status_code == 503 and error.headers == {"Retry-After": "2"}
@@ -299,7 +299,7 @@ def test_a_follower_behind_by_collected_segments_catches_up_by_reopening(s3_envi
 
 
 def test_the_embedded_store_evicts_and_lists_what_it_holds(tmp_path):
-    from service.store import SceneStore
+    from service.store.store import SceneStore
 
     store = SceneStore(tmp_path)
     scene_id = make_scene(store)

@@ -18,8 +18,8 @@ import pytest
 
 import bvh
 import sample_meshes
-from service import store as store_module
-from service.store import SceneStore
+from service.store import store as store_module
+from service.store.store import SceneStore
 from tests.conftest import TRIANGLE
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from bvh.camera import look_at, perspective
-from service.bodies import parse_plain_ray
-from service.picking import RECORD
-from service.schemas import PickRequest
+from service.api.bodies import parse_plain_ray
+from service.queries.picking import RECORD
+from service.api.schemas import PickRequest
 from tests.conftest import TRIANGLE
 
 SCALED = [[2, 0, 0, 5], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 1]]

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from service.proximity import CLOSEST_RECORD, CONTAINS_RECORD, SPHERE_RECORD
+from service.queries.proximity import CLOSEST_RECORD, CONTAINS_RECORD, SPHERE_RECORD
 from tests.conftest import TRIANGLE
 
 #: Above the triangle's inside, beyond its hypotenuse, far off: nearest

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from service.rendering import BACKGROUND
+from service.queries.rendering import BACKGROUND
 from tests.conftest import TRIANGLE
 
 #: Looking straight down at :data:`TRIANGLE` from above its inside; image y runs along -world y.

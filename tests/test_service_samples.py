@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 
 import sample_meshes
-from service.samples import MARKER, create_sample_scenes
-from service.store import SceneStore
+from service.ops.samples import MARKER, create_sample_scenes
+from service.store.store import SceneStore
 from tests.test_service_persistence import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -138,7 +138,7 @@ def id_buffer(client, scene: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_visible_only_takes_what_the_id_buffer_shows(client):
-    from bvh.lasso import pixels_in_polygon
+    from bvh.queries.lasso import pixels_in_polygon
 
     scene = box_on_ground(client)
     objects, triangles = id_buffer(client, scene)

@@ -3,9 +3,9 @@
 import numpy as np
 
 import bvh
-from service import views
-from service.serialize import object_json
-from service.views import ObjectTable
+from service.store import views
+from service.queries.results import object_json
+from service.store.views import ObjectTable
 
 
 def _scene() -> bvh.Scene:

@@ -28,7 +28,7 @@ def test_the_pick_path_imports_no_trimesh():
 
 
 def test_the_background_starts_with_the_sample_files():
-    from service import warmup
+    from service.ops import warmup
 
     _, rest = warmup.stages(None)
     assert rest[0].name == "reading the sample files"

@@ -1,8 +1,8 @@
-"""service.websocket_protocol: the frames of one turn of the event loop leave in one write."""
+"""service.live.protocol: the frames of one turn of the event loop leave in one write."""
 
 import asyncio
 
-from service.websocket_protocol import CorkedTransport
+from service.live.protocol import CorkedTransport
 
 
 class RecordingTransport(asyncio.Transport):

@@ -15,7 +15,7 @@ import trimesh
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bvh
-from bvh import sphere_cast as kernels
+from bvh.queries import sphere_cast as kernels
 from tests import reference_proximity as ref
 from tests.meshes import sample_mesh, shared_mesh
 

@@ -44,7 +44,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 import bvh  # noqa: E402
-from service.rendering import BACKGROUND  # noqa: E402
+from service.queries.rendering import BACKGROUND  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_MESHES = Path(__file__).resolve().parents[2] / "shared" / "meshes"

@@ -1,0 +1,1 @@
+"""Building and refitting trees: builders see only boxes and centroids."""

@@ -1,0 +1,141 @@
+"""Ray/triangle tests at the leaves (Möller and Trumbore, "Fast, Minimum
+Storage Ray/Triangle Intersection", 1997), one per kind of query.
+
+Triangles are stored as float32 vertices but intersected in float64: the
+edges ``v1 - v0`` and ``v2 - v0`` of float32 values are exact in float64, so two
+faces sharing an edge see exactly the same edge, and the remaining rounding is
+some 1e-16 relative. A barycentric slack of ``EDGE_TOLERANCE`` covers that
+rounding, so that a ray through a shared edge or vertex of a closed mesh is
+accepted by at least one of the faces around it and never slips through; it
+is far below float32 resolution, so it moves no hit visibly. There is no
+absolute determinant epsilon (a scanned mesh 0.15 units across has
+determinants near 1e-6): only an exactly zero determinant (a ray parallel to
+the face) is rejected.
+
+Every test has the signature the traversal expects:
+``(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out) -> (tmax, stop)``.
+"""
+
+import numpy as np
+
+from .._jit import jit_inline
+
+EDGE_TOLERANCE = 1.0e-9
+"""Barycentric slack: ``u, v >= -EDGE_TOLERANCE`` and ``u + v <= 1 + EDGE_TOLERANCE``."""
+
+NO_HIT = -1.0
+
+
+@jit_inline
+def triangle_edges(tris, k):
+    """``v0`` and the edges ``v1 - v0``, ``v2 - v0`` of row ``k`` of the flat
+    ``(T * 9,)`` float32 triangle array, in float64: exact, so two faces that
+    share an edge see exactly the same edge."""
+    base = k * 9
+    ax = np.float64(tris[np.uint64(base)])
+    ay = np.float64(tris[np.uint64(base + 1)])
+    az = np.float64(tris[np.uint64(base + 2)])
+    return (ax, ay, az,
+            np.float64(tris[np.uint64(base + 3)]) - ax, np.float64(tris[np.uint64(base + 4)]) - ay,
+            np.float64(tris[np.uint64(base + 5)]) - az, np.float64(tris[np.uint64(base + 6)]) - ax,
+            np.float64(tris[np.uint64(base + 7)]) - ay, np.float64(tris[np.uint64(base + 8)]) - az)
+
+
+@jit_inline
+def moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull_backfaces):
+    """Hit of the ray with triangle row ``k`` in ``[tmin, tmax]``.
+
+    Returns ``(t, u, v, det)`` with ``t = NO_HIT`` when there is none. ``det > 0``
+    means the ray meets the front face (``direction . normal < 0``).
+
+    Every quantity is computed and the tests are combined without branches:
+    whether a ray passes each edge of the faces in a leaf is a coin flip the
+    branch predictor loses, while the faces' arithmetic is independent and
+    overlaps. A zero determinant gives an infinite ``inv_det`` and NaN or
+    infinite ``u, v, t``; ``facing`` rejects it whatever they are.
+    """
+    ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, k)
+    px = dy * e2z - dz * e2y
+    py = dz * e2x - dx * e2z
+    pz = dx * e2y - dy * e2x
+    det = e1x * px + e1y * py + e1z * pz
+    inv_det = 1.0 / det
+    sx = ox - ax
+    sy = oy - ay
+    sz = oz - az
+    u = (sx * px + sy * py + sz * pz) * inv_det
+    qx = sy * e1z - sz * e1y
+    qy = sz * e1x - sx * e1z
+    qz = sx * e1y - sy * e1x
+    v = (dx * qx + dy * qy + dz * qz) * inv_det
+    t = (e2x * qx + e2y * qy + e2z * qz) * inv_det
+    facing = det > 0.0 if cull_backfaces else det != 0.0
+    inside = ((u >= -EDGE_TOLERANCE) & (u <= 1.0 + EDGE_TOLERANCE) & (v >= -EDGE_TOLERANCE)
+              & (u + v <= 1.0 + EDGE_TOLERANCE))
+    if facing & inside & (t >= tmin) & (t <= tmax):
+        return t, u, v, det
+    return NO_HIT, 0.0, 0.0, det
+
+
+#: Fields of the hit record a closest-hit walk keeps for its ray (float64;
+#: the row is -1 until a hit); a scene's walk adds the object and a shape's
+#: normal. One small array rather than an array per field: numba counts a
+#: reference to every array a leaf test is handed, on every leaf.
+HIT_T, HIT_U, HIT_V, HIT_ROW, HIT_OBJECT, HIT_NORMAL = 0, 1, 2, 3, 4, 5
+HIT_RECORD = 8
+
+
+@jit_inline
+def closest_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
+    """Keep the nearest hit. ``out = (hit, cull_backfaces)``: the ray's hit
+    record (``HIT_T`` .. ``HIT_ROW``) and a flag."""
+    hit, cull = out
+    for k in range(first, first + count):
+        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
+        if t != NO_HIT and (t < tmax or hit[HIT_ROW] < 0.0):
+            tmax = t
+            hit[HIT_T] = t
+            hit[HIT_U] = u
+            hit[HIT_V] = v
+            hit[HIT_ROW] = k
+    return tmax, False
+
+
+@jit_inline
+def any_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
+    """Stop at the first hit. ``out = (occluded,)``: a per-ray bool array."""
+    occluded = out[0]
+    for k in range(first, first + count):
+        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+        if t != NO_HIT:
+            occluded[ray] = True
+            return tmax, True
+    return tmax, False
+
+
+@jit_inline
+def count_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
+    """Count every hit in the window. ``out = (counts,)``: per-ray int64."""
+    counts = out[0]
+    for k in range(first, first + count):
+        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+        if t != NO_HIT:
+            counts[ray] += 1
+    return tmax, False
+
+
+@jit_inline
+def collect_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
+    """Append every hit in the window. ``out = (cursor, rows, ts, us, vs)``:
+    ``cursor[ray]`` is the next free slot of this ray's segment."""
+    cursor, rows, ts, us, vs = out
+    for k in range(first, first + count):
+        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+        if t != NO_HIT:
+            slot = cursor[ray]
+            rows[slot] = k
+            ts[slot] = t
+            us[slot] = u
+            vs[slot] = v
+            cursor[ray] = slot + 1
+    return tmax, False

@@ -1,0 +1,1 @@
+"""A scene: instanced meshes, shapes, lines and points under a two-level BVH (no kernel code)."""

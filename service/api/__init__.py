@@ -1,0 +1,1 @@
+"""The HTTP surface: routes, request bodies, errors, the OpenAPI and the middleware."""

@@ -1,0 +1,94 @@
+"""Typed dependencies: settings, the scene store, a scene by id (the API key is checked by
+``service.middleware.ApiKeyAuth``)."""
+
+import asyncio
+import time
+from typing import Annotated
+
+from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
+
+from .errors import ClientError
+from ..settings import Settings
+from ..store.store import SceneNotFound, SceneStore, StoredScene
+
+
+# Dependencies are coroutines: FastAPI runs a plain function on a worker
+# thread, which costs more than everything these do.
+async def get_settings(request: Request) -> Settings:
+    """The settings the app was created with."""
+    return request.app.state.settings
+
+
+async def get_store(request: Request) -> SceneStore:
+    """The app's scene store."""
+    return request.app.state.store
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+SceneStoreDep = Annotated[SceneStore, Depends(get_store)]
+
+#: How long a request that arrives during start-up waits for it before a 503.
+READY_WAIT_SECONDS = 10.0
+
+
+async def wait_until_ready(store: SceneStore) -> None:
+    """Hold a request that arrives while start-up still opens the scenes.
+
+    With several workers, ``/ready`` may answer from one that is ready while
+    a request lands on another that is not: waiting here, rather than
+    refusing at once, keeps that invisible to clients.
+
+    Raises
+    ------
+    ClientError
+        503 when start-up takes longer than :data:`READY_WAIT_SECONDS`.
+    """
+    deadline = time.monotonic() + READY_WAIT_SECONDS
+    while not store.ready:
+        if time.monotonic() >= deadline:
+            # waiting_for is start-up's own account, as /ready gives it.
+            raise ClientError(503, f"the service is still starting: {store.waiting_for}; retry shortly",
+                              headers={"Retry-After": "1"})
+        await asyncio.sleep(0.02)
+
+
+def scene_in_memory(store: SceneStore, scene_id: str) -> StoredScene | None:
+    """The scene when it is in memory and current, None when it must be read from disk.
+
+    Raises
+    ------
+    ClientError
+        404 for an unknown (or malformed) id.
+    """
+    if not store.ready:
+        return None
+    try:
+        return store.get(scene_id, reload=False)
+    except SceneNotFound as error:
+        raise ClientError(404, str(error.args[0])) from None
+
+
+async def find_scene(store: SceneStore, scene_id: str) -> StoredScene:
+    """The scene with this id, read from disk on a worker thread when another process changed it.
+
+    Raises
+    ------
+    ClientError
+        404 for an unknown (or malformed) id, 503 before start-up has opened the scenes.
+    """
+    await wait_until_ready(store)
+    stored = scene_in_memory(store, scene_id)
+    if stored is None:
+        try:
+            stored = await run_in_threadpool(store.get, scene_id)
+        except SceneNotFound as error:
+            raise ClientError(404, str(error.args[0])) from None
+    return stored
+
+
+async def scene_from_path(scene_id: str, store: SceneStoreDep) -> StoredScene:
+    return await find_scene(store, scene_id)
+
+
+StoredSceneDep = Annotated[StoredScene, Depends(scene_from_path)]

@@ -1,0 +1,169 @@
+"""Pure ASGI middleware (no per-request task or copy, unlike ``BaseHTTPMiddleware``)."""
+
+import secrets
+import time
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .errors import ClientError
+from ..ops.metrics import Metrics
+from .routes.viewer import VIEWER_PATHS
+from ..settings import MEGABYTE
+
+
+class BodyTooLarge(ClientError):
+    def __init__(self, limit_mb: float):
+        super().__init__(413, f"the request body is larger than the limit of {limit_mb:g} MiB (PICK_MAX_UPLOAD_MB)")
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit_mb`` MiB while they are read, not after.
+
+    A declared ``Content-Length`` over the limit is answered 413 at once; a
+    body that turns out longer (chunked uploads) raises :class:`BodyTooLarge`
+    from ``receive`` as soon as the limit is crossed, which the app's error
+    handler turns into the same 413.
+    """
+
+    def __init__(self, app: ASGIApp, limit_mb: float):
+        self.app = app
+        self.limit_mb = limit_mb
+        self.limit = int(limit_mb * MEGABYTE)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                if value.isdigit() and int(value) > self.limit:
+                    await _send_json(send, 413, BodyTooLarge(self.limit_mb).detail)
+                    return
+                break
+        received = 0
+        limit = self.limit
+        limit_mb = self.limit_mb
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge(limit_mb)
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+
+async def _send_json(send: Send, status: int, detail: str, headers: list | None = None) -> None:
+    body = orjson.dumps({"detail": detail})
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())] + (headers or [])})
+    await send({"type": "http.response.body", "body": body})
+
+
+class RequestMetrics:
+    """Count and time every request by method, route template (``/scenes/{scene_id}/pick``) and status."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics):
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def recording_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, recording_send)
+        finally:
+            route = scope.get("route")
+            # Unmatched paths share one label, so a scan of random URLs cannot grow the metrics.
+            template = getattr(route, "path", None) or "unmatched"
+            self.metrics.observe(scope["method"], template, status, time.perf_counter() - start)
+
+
+#: Routes that answer without the API key: probes, metrics, the API's own documentation, and the
+#: viewer's static page (it holds no data; it asks for the key before it calls the API).
+OPEN_PATHS = frozenset({"/health", "/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json",
+                        *VIEWER_PATHS})
+
+
+#: Set in a WebSocket's scope by :class:`ApiKeyAuth` when its upgrade carried the right key; without
+#: it (and with a key set), the live channel asks for the key in the first message.
+KEY_CHECKED = "pick.api_key_checked"
+
+
+class ApiKeyAuth:
+    """With ``PICK_API_KEY`` set, every other route needs ``Authorization: Bearer <key>``.
+
+    A middleware rather than a route dependency: it covers every route,
+    present and future, in one place, and costs a header scan instead of a
+    pass of FastAPI's dependency solver on each pick.
+
+    A WebSocket upgrade with the right key is marked :data:`KEY_CHECKED`; one
+    with a wrong key (or another scheme) is accepted, told why in an
+    ``error`` message and closed with 1008, so a browser can read the
+    reason; one with no ``Authorization`` header goes on, since browsers
+    cannot set that header: the live channel then reads the key from the
+    first message.
+    """
+
+    def __init__(self, app: ASGIApp, api_key: str):
+        self.app = app
+        self.expected = api_key.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan" or (kind == "http" and scope["path"] in OPEN_PATHS):
+            await self.app(scope, receive, send)
+            return
+        present = False
+        given = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                present = True
+                scheme, _, token = value.partition(b" ")
+                if scheme.lower() == b"bearer":
+                    given = token.strip()
+                break
+        # compare_digest takes as long for a wrong key as for a right one.
+        if given is not None and secrets.compare_digest(given, self.expected):
+            if kind == "websocket":
+                scope[KEY_CHECKED] = True
+            await self.app(scope, receive, send)
+            return
+        detail = "missing API key: send 'Authorization: Bearer <key>'" if given is None else "wrong API key"
+        if kind == "websocket":
+            if not present:
+                await self.app(scope, receive, send)
+                return
+            await _refuse_websocket(receive, send, detail)
+            return
+        await _send_json(send, 401, detail, [(b"www-authenticate", b'Bearer realm="pick"')])
+
+
+async def _refuse_websocket(receive: Receive, send: Send, detail: str) -> None:
+    """Accept a WebSocket, say why it is refused in an ``error`` message, and close it with 1008.
+
+    Closing before the accept would answer the upgrade with a bare 403, which
+    a browser reports without the reason.
+    """
+    message = await receive()
+    if message["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept"})
+    await send({"type": "websocket.send",
+                "text": orjson.dumps({"type": "error", "id": None, "status": 401, "detail": detail}).decode()})
+    await send({"type": "websocket.close", "code": 1008, "reason": detail})

@@ -1,0 +1,217 @@
+"""``/scenes/{id}/objects``: add (a file, an inline mesh, an instance, a shape), change one or a
+batch, remove; ``/scenes/{id}/meshes/{mesh}/vertices``: move a mesh's vertices.
+
+Every change is durable before the answer (journaled, or for new meshes a
+whole checkpoint: ``service.store``), and queries see it whole or not at all.
+"""
+
+import numpy as np
+from fastapi import APIRouter, Request, Response
+from pydantic import TypeAdapter, ValidationError
+from starlette.concurrency import run_in_threadpool
+
+import bvh
+
+from ..bodies import (JSON, MULTIPART, form_file, form_text, media_type, parse_json_body, read_form, require_json,
+                      unsupported_media)
+from ...queries import editing
+from ..bodies import OCTET_STREAM, read_body
+from ...queries.building import add_file_meshes, place_file_instances
+from ..deps import SceneStoreDep, find_scene, scene_in_memory
+from ..direct_route import DirectRoute
+from ...store.edits import Change
+from ..errors import ClientError, client_errors, validation_error
+from ..openapi import EXAMPLES, body_doc
+from ..responses import JSONBytes
+from ..schemas import (ErrorOut, InstanceCreate, Matrix4, MeshObjectCreate, ObjectBatch, ObjectBatchResult,
+                       ObjectCreate, ObjectList, ObjectOut, ObjectUpdate, VerticesIn, VerticesResult)
+from ...queries.results import object_json
+from ...store.store import SceneNotFound, SceneStore
+from ...queries.uploads import describe, read_upload
+
+router = APIRouter(tags=["objects"])
+
+#: The single-object edit, on a router of its own: see ``service.api.direct_route``.
+direct_router = APIRouter(tags=["objects"], route_class=DirectRoute)
+
+OBJECT_ID_SCHEMA = {"type": "integer", "minimum": 0}
+
+OBJECT_CREATE = TypeAdapter(ObjectCreate)
+OBJECT_TAGS = frozenset({"mesh", "instance", "shape"})
+MATRIX = TypeAdapter(Matrix4)
+
+UPLOAD_FORM = {
+    "file": {"type": "string", "format": "binary", "description": "a mesh or scene file"},
+    "transform": {"type": "string", "description": "optional 4×4 matrix as JSON (rows), applied on top of "
+                                                   "the file's own node transforms"},
+}
+
+
+def _edit(store: SceneStore, scene_id: str, change, prepare=None):
+    """``store.edit`` of an addition with the library's refusals as 422/404 and an unknown scene as 404."""
+    def added(objects: list[dict]) -> Change:
+        return Change("added", [entry["id"] for entry in objects])
+
+    try:
+        with client_errors():
+            return store.edit(scene_id, change, prepare, describe=added)
+    except SceneNotFound as error:
+        raise ClientError(404, str(error.args[0])) from None
+
+
+def _answered(change):
+    """``change`` followed by the JSON of the objects it returns the ids of, taken
+    inside the same edit: read back after it, a concurrent DELETE may already
+    have removed them."""
+    def change_and_describe(scene: bvh.Scene) -> list[dict]:
+        return [object_json(scene.object(oid)) for oid in change(scene)]
+    return change_and_describe
+
+
+def _placement(body) -> dict:
+    """An ``add`` journal entry (``service.store.edits``) of an instance or a shape."""
+    entry = {"transform": body.transform, "name": body.name, "mask": body.mask, "pickable": body.pickable}
+    if isinstance(body, InstanceCreate):
+        return {"mesh": body.mesh, **entry}
+    return {"shape": body.shape, "params": body.parameters(), **entry}
+
+
+def _mesh_addition(body: MeshObjectCreate):
+    """(prepare, change) of an inline mesh and its one instance."""
+    mesh_ids = []
+
+    def prepare(scene):
+        mesh_ids.append(scene.add_mesh(np.asarray(body.vertices, np.float64), np.asarray(body.faces, np.int64),
+                                       name=body.name))
+
+    def change(scene):
+        transform = None if body.transform is None else np.asarray(body.transform, np.float64)
+        return [scene.add_instance(mesh_ids[0], transform, body.name, body.mask, body.pickable)]
+    return prepare, change
+
+
+@router.post("/scenes/{scene_id}/objects", status_code=201, response_model=ObjectList,
+             responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
+                        422: {"model": ErrorOut}},
+             openapi_extra=body_doc(ObjectCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["object"]))
+async def add_objects(scene_id: str, request: Request, store: SceneStoreDep):
+    """Add objects: every node of an uploaded file (multipart ``file``, optional ``transform``),
+    an inline mesh (``vertices``, ``faces``), an instance of an existing mesh (``mesh``), or a
+    shape (``shape``). Answers with the new objects."""
+    await find_scene(store, scene_id)
+    media = media_type(request)
+    if media == MULTIPART:
+        form = await read_form(request)
+        try:
+            mesh_file = await read_upload(form_file(form))
+            transform_text = form_text(form, "transform")
+        finally:
+            await form.close()
+        transform = None
+        if transform_text:
+            try:
+                transform = np.asarray(MATRIX.validate_json(transform_text), np.float64)
+            except ValidationError as error:
+                raise ClientError(422, "form field transform: " + validation_error(error).detail) from None
+        description = await run_in_threadpool(describe, mesh_file)
+        mesh_ids: list[int] = []
+
+        def prepare(scene):
+            with client_errors(f"file {mesh_file.filename!r}: "):
+                mesh_ids.extend(add_file_meshes(scene, description))
+
+        def change(scene):
+            with client_errors(f"file {mesh_file.filename!r}: "):
+                return place_file_instances(scene, description, mesh_ids, transform)
+    elif media == JSON:
+        body = await parse_json_body(OBJECT_CREATE, await request.body(), OBJECT_TAGS)
+        if not isinstance(body, MeshObjectCreate):
+            # No new mesh: a journal record, not a checkpoint.
+            return JSONBytes({"objects": await editing.add_objects(store, scene_id, [_placement(body)])},
+                             status_code=201)
+        prepare, change = _mesh_addition(body)
+    else:
+        raise unsupported_media(media, "application/json, or multipart/form-data with a 'file' part")
+    _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
+    return JSONBytes({"objects": objects}, status_code=201)
+
+
+@router.get("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,
+            responses={404: {"model": ErrorOut}})
+async def get_object(scene_id: str, object_id: int, store: SceneStoreDep):
+    """One object."""
+    stored = await find_scene(store, scene_id)
+    info = stored.view.objects.get(object_id)
+    if info is None:
+        raise ClientError(404, f"no object {object_id} in scene {scene_id!r}")
+    return JSONBytes(object_json(info))
+
+
+def path_object_id(request: Request) -> int:
+    """The ``object_id`` path parameter of a :class:`DirectRoute`, checked as FastAPI would."""
+    text = request.path_params["object_id"]
+    # isdigit() alone also passes digits such as "¹", which int() refuses.
+    if not (text.isascii() and text.isdigit()):
+        raise ClientError(422, f"object_id: Input should be a valid integer, got {text!r}")
+    return int(text)
+
+
+@direct_router.patch("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,
+                     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+                     openapi_extra=body_doc(ObjectUpdate, examples=EXAMPLES["update"],
+                                            path_parameters=("scene_id", ("object_id", OBJECT_ID_SCHEMA))))
+async def update_object(request: Request):
+    """Move an object, rename it, or change its ``pickable`` or ``mask``: all given fields at once."""
+    # A DirectRoute (an editor drags objects at mouse rate): the endpoint takes the request.
+    store = request.app.state.store
+    scene_id = request.path_params["scene_id"]
+    stored = scene_in_memory(store, scene_id) or await find_scene(store, scene_id)
+    object_id = path_object_id(request)
+    require_json(request)
+    body = await parse_json_body(ObjectUpdate, await read_body(request))
+    return JSONBytes(await editing.single_update(store, stored.id, object_id, body))
+
+
+@router.delete("/scenes/{scene_id}/objects/{object_id}", status_code=204, responses={404: {"model": ErrorOut}})
+async def delete_object(scene_id: str, object_id: int, store: SceneStoreDep):
+    """Remove an object (its id is never reused)."""
+    await find_scene(store, scene_id)
+    await editing.remove_object(store, scene_id, object_id)
+    return Response(status_code=204)
+
+
+@router.patch("/scenes/{scene_id}/objects", response_model=ObjectBatchResult,
+              responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
+                         422: {"model": ErrorOut}},
+              openapi_extra=body_doc(ObjectBatch, binary=editing.BINARY_BATCH, examples=EXAMPLES["batch_update"]))
+async def update_objects(scene_id: str, request: Request, store: SceneStoreDep):
+    """Change many objects at once, all or nothing: one edit, one journal record, one change for
+    queries. JSON: a list of ``{"id", "transform"?, "pickable"?, "mask"?, "name"?}``. Binary
+    (``application/octet-stream``): moves only, for animation-rate updates of thousands of objects.
+    A refused entry (unknown id, singular matrix, an id twice) refuses the whole batch."""
+    await find_scene(store, scene_id)
+    media = media_type(request)
+    if media == JSON:
+        return JSONBytes(await editing.patch_objects(store, scene_id, await read_body(request)))
+    if media == OCTET_STREAM:
+        return JSONBytes(await editing.move_objects_binary(store, scene_id, await read_body(request)))
+    raise unsupported_media(media, "application/json, or application/octet-stream (binary moves)")
+
+
+@router.put("/scenes/{scene_id}/meshes/{mesh_id}/vertices", response_model=VerticesResult,
+            responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
+                       422: {"model": ErrorOut}},
+            openapi_extra=body_doc(VerticesIn, binary=editing.BINARY_VERTICES, examples=EXAMPLES["vertices"]))
+async def replace_vertices(scene_id: str, mesh_id: int, request: Request, store: SceneStoreDep):
+    """Move a mesh's vertices (same count, same faces): its tree is refitted, every object that shows
+    it follows. JSON ``{"vertices": [[x, y, z], ...]}`` or binary float32 ``V×3``."""
+    await find_scene(store, scene_id)
+    media = media_type(request)
+    if media == JSON:
+        body = await parse_json_body(VerticesIn, await read_body(request))
+        vertices = np.asarray(body.vertices, np.float64).reshape(-1, 3)
+    elif media == OCTET_STREAM:
+        vertices = editing.binary_vertices(await read_body(request))
+    else:
+        raise unsupported_media(media, "application/json, or application/octet-stream (float32 V×3)")
+    return JSONBytes(await editing.replace_vertices(store, scene_id, mesh_id, vertices))

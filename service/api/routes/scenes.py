@@ -1,0 +1,102 @@
+"""``/scenes``: create from a file or inline meshes, list, read, delete."""
+
+import time
+from pathlib import PurePosixPath
+
+from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+import bvh
+
+from ..bodies import JSON, MULTIPART, form_file, form_text, media_type, parse_json_body, read_form, unsupported_media
+from ...queries.building import add_file_meshes, add_inline_meshes, place_file_instances, place_inline_meshes
+from ..deps import SceneStoreDep, StoredSceneDep, wait_until_ready
+from ..errors import ClientError, client_errors
+from ..openapi import EXAMPLES, body_doc
+from ..responses import JSONBytes
+from ..schemas import ErrorOut, SceneCreate, SceneList, SceneOut
+from ...queries.results import scene_json, scene_summary_json
+from ...store.store import SceneNotFound, SceneStore
+from ...queries.uploads import MeshFile, describe, read_upload
+
+router = APIRouter(tags=["scenes"])
+
+NAME_LIMIT = 256
+
+UPLOAD_FORM = {
+    "file": {"type": "string", "format": "binary", "description": "a mesh or scene file (.obj, .ply, .stl, .glb, "
+                                                                  ".gltf, .off, ...)"},
+    "name": {"type": "string", "description": "the scene's name (default: the file's name)"},
+}
+
+
+def _check_name(name: str | None) -> str | None:
+    if name is not None and len(name) > NAME_LIMIT:
+        raise ClientError(422, f"name: at most {NAME_LIMIT} characters, got {len(name)}")
+    return name
+
+
+def _create_from_file(store: SceneStore, mesh_file: MeshFile, name: str | None):
+    start = time.perf_counter()
+    description = describe(mesh_file, name)
+    scene = bvh.Scene()
+    with client_errors(f"file {mesh_file.filename!r}: "):
+        place_file_instances(scene, description, add_file_meshes(scene, description))
+    return store.create(scene, name, (time.perf_counter() - start) * 1e3)
+
+
+def _create_from_meshes(store: SceneStore, body: SceneCreate):
+    start = time.perf_counter()
+    scene = bvh.Scene()
+    with client_errors():
+        place_inline_meshes(scene, body.meshes, add_inline_meshes(scene, body.meshes))
+    return store.create(scene, body.name, (time.perf_counter() - start) * 1e3)
+
+
+@router.post("/scenes", status_code=201, response_model=SceneOut,
+             responses={413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+             openapi_extra=body_doc(SceneCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["scene"]))
+async def create_scene(request: Request, store: SceneStoreDep):
+    """Create a scene from an uploaded file (multipart ``file``, optional ``name``) or from
+    inline meshes (JSON). The scene is saved before the answer."""
+    await wait_until_ready(store)
+    media = media_type(request)
+    if media == MULTIPART:
+        form = await read_form(request)
+        try:
+            mesh_file = await read_upload(form_file(form))
+            name = _check_name(form_text(form, "name")) or PurePosixPath(mesh_file.filename).stem or None
+        finally:
+            await form.close()
+        stored = await run_in_threadpool(_create_from_file, store, mesh_file, name)
+    elif media == JSON:
+        body = await parse_json_body(SceneCreate, await request.body())
+        stored = await run_in_threadpool(_create_from_meshes, store, body)
+    else:
+        raise unsupported_media(media, "multipart/form-data with a 'file' part, or application/json")
+    return JSONBytes(scene_json(stored), status_code=201)
+
+
+@router.get("/scenes", response_model=SceneList)
+async def list_scenes(store: SceneStoreDep):
+    """Every scene, oldest first, with counts (not objects)."""
+    await wait_until_ready(store)
+    scenes = await run_in_threadpool(store.list)
+    return JSONBytes({"scenes": [scene_summary_json(stored) for stored in scenes]})
+
+
+@router.get("/scenes/{scene_id}", response_model=SceneOut, responses={404: {"model": ErrorOut}})
+async def get_scene(stored: StoredSceneDep):
+    """One scene with its objects."""
+    return JSONBytes(scene_json(stored))
+
+
+@router.delete("/scenes/{scene_id}", status_code=204, responses={404: {"model": ErrorOut}})
+async def delete_scene(scene_id: str, store: SceneStoreDep):
+    """Delete a scene, from memory and disk."""
+    await wait_until_ready(store)
+    try:
+        await run_in_threadpool(store.delete, scene_id)
+    except SceneNotFound as error:
+        raise ClientError(404, str(error.args[0])) from None
+    return Response(status_code=204)

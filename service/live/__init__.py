@@ -1,0 +1,1 @@
+"""The live channel: one WebSocket per editor, the scene's events pushed."""

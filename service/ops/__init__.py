@@ -1,0 +1,1 @@
+"""Running the service: metrics, memory, warm-up, sample scenes."""

@@ -1,0 +1,1 @@
+"""What a request does, shared by HTTP and the live channel."""

@@ -1,0 +1,99 @@
+"""Uploaded scene files: which type they are, and reading them.
+
+The type comes from the file name's suffix, else from the part's
+``Content-Type``; a type trimesh cannot read is a 415 before any parsing.
+A file that has a readable type but is empty, truncated, corrupt or holds no
+triangles is a 422 with ``bvh``'s message, which names the format and where
+the file broke (an OBJ line, a GLB byte offset, the PLY rows found).
+"""
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import PurePosixPath
+
+from starlette.datastructures import UploadFile
+
+from bvh.io.load import SceneDescription, read_scene_description, supported_file_types
+
+from ..api.errors import ClientError, client_errors
+
+#: Media types of mesh formats, for uploads whose file name has no suffix.
+MEDIA_TYPES = {
+    "model/obj": "obj",
+    "text/prs.wavefront-obj": "obj",
+    "model/stl": "stl",
+    "model/x.stl-binary": "stl",
+    "model/x.stl-ascii": "stl",
+    "application/sla": "stl",
+    "application/vnd.ms-pki.stl": "stl",
+    "model/gltf-binary": "glb",
+    "model/gltf+json": "gltf",
+    "application/ply": "ply",
+    "model/ply": "ply",
+    "text/plain+ply": "ply",
+    "application/off": "off",
+    "model/off": "off",
+    "model/3mf": "3mf",
+}
+
+#: Formats that never hold triangles; refused as unsupported (415) rather
+#: than read and found empty.
+NO_TRIANGLES = {"xyz", "dxf", "svg", "dwg", "txt", "csv"}
+
+
+@lru_cache
+def mesh_file_types() -> frozenset[str]:
+    """The file types an upload may have (trimesh's, less point and drawing formats)."""
+    return frozenset(supported_file_types()) - NO_TRIANGLES
+
+
+@dataclass(frozen=True)
+class MeshFile:
+    """An uploaded file's bytes and type."""
+
+    filename: str
+    file_type: str
+    content: bytes
+
+
+def file_type_of(filename: str | None, content_type: str | None) -> str:
+    """The trimesh file type of an upload, or a 415.
+
+    Raises
+    ------
+    ClientError
+        415 naming what was given and what is accepted.
+    """
+    accepted = mesh_file_types()
+    suffix = PurePosixPath(filename or "").suffix.lower().lstrip(".")
+    if suffix:
+        if suffix in accepted:
+            return suffix
+        raise ClientError(415, f"unsupported file type '.{suffix}' (file {filename!r}); "
+                               f"upload one of: {', '.join(sorted(accepted))}")
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media in MEDIA_TYPES and MEDIA_TYPES[media] in accepted:
+        return MEDIA_TYPES[media]
+    raise ClientError(415, f"cannot tell the type of file {filename or '(no name)'!r}"
+                           f"{f' from its content type {media!r}' if media else ''}: give the file name "
+                           f"a suffix, one of: {', '.join(sorted(accepted))}")
+
+
+async def read_upload(upload: UploadFile) -> MeshFile:
+    """The type (checked first) and bytes of a multipart file part."""
+    file_type = file_type_of(upload.filename, upload.content_type)
+    content = await upload.read()
+    if not content:
+        raise ClientError(422, f"file {upload.filename!r} is empty")
+    return MeshFile(upload.filename or "", file_type, content)
+
+
+def describe(mesh_file: MeshFile, name: str | None = None) -> SceneDescription:
+    """Read the file's meshes and instances (no BVH built yet); 422 when unreadable.
+
+    ``name`` (default: the file name's stem) names the object of a file that
+    holds one mesh it does not name itself, instead of trimesh's "geometry_0".
+    """
+    object_name = name or PurePosixPath(mesh_file.filename).stem or None
+    with client_errors(f"file {mesh_file.filename!r}: "):
+        return read_scene_description(mesh_file.content, mesh_file.file_type, object_name)

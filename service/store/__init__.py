@@ -1,0 +1,1 @@
+"""Scenes on disk or in an object store: the cache, the edit pipeline, the journal, checkpoints."""
