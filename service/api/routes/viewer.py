@@ -17,7 +17,7 @@ from ..errors import ClientError
 
 router = APIRouter(tags=["viewer"], include_in_schema=False)
 
-STATIC = Path(__file__).resolve().parent.parent / "static"
+STATIC = Path(__file__).resolve().parents[2] / "static"
 
 SVG = "image/svg+xml"
 
