@@ -4,9 +4,10 @@
 #   make test      the project with its test and cluster extras (the tests start SeaweedFS and Ray)
 #   make cluster   the project with its cluster extra (Ray Serve, obstore, SeaweedFS)
 #   make bench     the project with its test and bench extras (Embree through embreex)
-# Each set has its stamp in .venv, remade when pyproject.toml changes; a stamp
-# of a set with extras also stamps the project alone, which it installed too.
-# So a .venv made by `make serve` gets the test extras at the next `make test`.
+# Each set has its stamp in .venv (.installed for the project alone, .installed-<extras>),
+# remade when pyproject.toml changes; a set with extras also stamps the project
+# alone, which it installed too. So a .venv made by `make serve` gets the test
+# extras at the next `make test`.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -18,27 +19,27 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(INSTALLED)-serve: pyproject.toml | $(PY)
+$(INSTALLED): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
 $(INSTALLED)-test: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[test,cluster]'
-	touch $@ $(INSTALLED)-serve
+	touch $@ $(INSTALLED)
 
 $(INSTALLED)-cluster: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[cluster]'
-	touch $@ $(INSTALLED)-serve
+	touch $@ $(INSTALLED)
 
 $(INSTALLED)-bench: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[test,bench]'
-	touch $@ $(INSTALLED)-serve
+	touch $@ $(INSTALLED)
 
 test: $(INSTALLED)-test
 	$(PY) -m pytest -q
 
 # A first start in ./data creates the sample scenes (PICK_SAMPLE_SCENES).
-serve: $(INSTALLED)-serve
+serve: $(INSTALLED)
 	PICK_SAMPLE_SCENES=$${PICK_SAMPLE_SCENES:-true} $(PY) -m service
 
 bench: $(INSTALLED)-bench
