@@ -31,8 +31,8 @@ import numpy as np
 
 import bvh
 from bvh import AlphaMaterial, MeshAlpha
-from tests import alpha_scenes
-from tests.alpha_scenes import quad, write_glb
+from testkit.scenes import alpha as alpha_scenes
+from testkit.scenes.alpha import quad, write_glb
 
 MASK_SIZE = 100
 

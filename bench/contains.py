@@ -9,7 +9,7 @@ For each closed mesh of ``../shared/meshes`` (the six that
 base; rates only), uniform random points in the mesh's box:
 
 - agreement of ``contains`` with the naive float64 winding number
-  (``tests.reference_proximity.winding_numbers``, every triangle for every
+  (``testkit.reference.proximity.winding_numbers``, every triangle for every
   point) on the geometry the BVH holds. That oracle does some 3 million
   (point, triangle) pairs a second, so it runs on the first points only, as
   many as ``--oracle-pairs`` allows (the table says how many);
@@ -75,7 +75,7 @@ def parity(mesh, points: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
 def run(name: str, args, rng) -> list[str]:
     import bvh
     from bvh.queries import winding
-    from tests.reference_proximity import winding_numbers
+    from testkit.reference.proximity import winding_numbers
 
     vertices, faces = load(name)
     mesh = bvh.build(vertices, faces)

@@ -52,8 +52,9 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from bench import load
+from bench import load_support
 from bench.live import client_frame, server_frames
+from bench.load_support import format_mb, format_ms
 from bench.moves import city_file
 
 KINDS = ("hover", "move", "batch", "select")
@@ -100,14 +101,14 @@ class Run:
         tally = self.tallies[kind]
         tally.errors += 1
         tally.causes[cause] = tally.causes.get(cause, 0) + 1
-        if len(self.samples) < load.ERROR_SAMPLES:
+        if len(self.samples) < load_support.ERROR_SAMPLES:
             self.samples.append({"kind": kind, "cause": cause, "detail": detail[:500]})
 
 
 class Editor:
     """One editor: a WebSocket for hovers, moves and batches, an HTTP connection for selections."""
 
-    def __init__(self, run: Run, index: int, target: load.Target, scene_id: str, api_key: str | None,
+    def __init__(self, run: Run, index: int, target: load_support.Target, scene_id: str, api_key: str | None,
                  own: dict, hovers: list[bytes], batch: bytes, selects: list[bytes], rng: np.random.Generator,
                  batch_every: float, select_every: float):
         self.run = run
@@ -216,7 +217,7 @@ class Editor:
         self.in_flight[kind] = None
         if error is not None:
             self.run.error(kind, "error message", error)
-        elif kind == "batch" and len(payload) != 8 + BATCH_RAYS * load.RECORD_BYTES:
+        elif kind == "batch" and len(payload) != 8 + BATCH_RAYS * load_support.RECORD_BYTES:
             self.run.error(kind, "wrong answer size", f"{len(payload)} bytes")
         else:
             tally = self.run.tallies[kind]
@@ -315,7 +316,7 @@ class Editor:
                         reader, writer = await asyncio.open_connection(self.target.host, self.target.port)
                     sent = time.perf_counter()
                     writer.write(request)
-                    status, body, close = await asyncio.wait_for(load.read_answer(reader), 30)
+                    status, body, close = await asyncio.wait_for(load_support.read_answer(reader), 30)
                     if 200 <= status < 300:
                         run.tallies["select"].latencies.append(time.perf_counter() - sent)
                         run.tallies["select"].sent.append(sent - run.started)
@@ -336,18 +337,18 @@ class Editor:
 
 # ---------------------------------------------------------------- requests, built before the run
 
-def build_requests(scene: dict, target: load.Target, api_key: str | None, rng: np.random.Generator, count: int):
+def build_requests(scene: dict, target: load_support.Target, api_key: str | None, rng: np.random.Generator, count: int):
     """Per editor: hover frames, a batch frame, select requests."""
     lo, hi = (np.asarray(corner, np.float64) for corner in scene["bounds"])
-    sample = load.SampleScene("city", scene["id"], lo, hi, scene["objects"], scene["triangles"])
+    sample = load_support.SampleScene("city", scene["id"], lo, hi, scene["objects"], scene["triangles"])
     editors = []
     for index in range(count):
         hovers = []
         for k in range(HOVER_POOL):
-            origin = load.outside_point(sample, rng)
-            direction = load.inside_point(sample, rng) - origin
-            hovers.append(client_frame(orjson.dumps({"type": "pick", "id": k, "origin": load._rounded(origin),
-                                                     "direction": load._rounded(direction)})))
+            origin = load_support.outside_point(sample, rng)
+            direction = load_support.inside_point(sample, rng) - origin
+            hovers.append(client_frame(orjson.dumps({"type": "pick", "id": k, "origin": load_support.rounded(origin),
+                                                     "direction": load_support.rounded(direction)})))
         # Straight down onto the boxes (the grid lies in the x-z plane, y up).
         xz = lo[[0, 2]] + rng.random((BATCH_RAYS, 2)) * (hi - lo)[[0, 2]]
         rays = np.zeros((BATCH_RAYS, 6), np.float32)
@@ -355,12 +356,12 @@ def build_requests(scene: dict, target: load.Target, api_key: str | None, rng: n
         batch = client_frame(MAGIC + struct.pack("<I", index) + rays.astype("<f4").tobytes(), OP_BINARY)
         selects = []
         for _ in range(8):
-            camera = load.pinhole(sample, rng)
+            camera = load_support.pinhole(sample, rng)
             camera["up"] = [0, 1, 0]
             width, height = rng.uniform(8, 400), rng.uniform(8, 300)
-            x0, y0 = rng.uniform(0, load.IMAGE[0] - width), rng.uniform(0, load.IMAGE[1] - height)
-            body = orjson.dumps({**camera, "rect": load._rounded([x0, y0, x0 + width, y0 + height], 1)})
-            selects.append(load.http_request(target, "POST", f"/scenes/{scene['id']}/select", body,
+            x0, y0 = rng.uniform(0, load_support.IMAGE[0] - width), rng.uniform(0, load_support.IMAGE[1] - height)
+            body = orjson.dumps({**camera, "rect": load_support.rounded([x0, y0, x0 + width, y0 + height], 1)})
+            selects.append(load_support.http_request(target, "POST", f"/scenes/{scene['id']}/select", body,
                                              "application/json", api_key))
         editors.append((hovers, batch, selects))
     return editors
@@ -396,10 +397,10 @@ def timeline(run: Run) -> list[dict]:
     return out
 
 
-def memory_spread(sampler: load.MemorySampler, mark: float, duration: float) -> dict:
+def memory_spread(sampler: load_support.MemorySampler, mark: float, duration: float) -> dict:
     """The RSS samples from ``mark`` s to the end of the load against the one at ``mark``: the largest
     deviation, in percent (the sample taken once the editors have closed their sockets is left out)."""
-    report = sampler.report(mark, load.MAX_DURATION)
+    report = sampler.report(mark, load_support.MAX_DURATION)
     if not report.get("known"):
         return report
     later = [rss for t, rss, _, _ in sampler.samples if mark + 0.5 < t < duration]
@@ -452,24 +453,24 @@ def print_report(report: dict, cpu_count: int) -> str:
     print("-" * len(header))
     for kind in KINDS:
         row = report["kinds"][kind]
-        print(f"{LABELS[kind]:<34} {row['requests']:>9,} {row['per_s']:>8.1f} {load._ms(row['p50_ms']):>8} "
-              f"{load._ms(row['p99_ms']):>8} {load._ms(row['max_ms']):>8} {row['errors']:>7,} {row['skipped']:>8,}")
+        print(f"{LABELS[kind]:<34} {row['requests']:>9,} {row['per_s']:>8.1f} {format_ms(row['p50_ms']):>8} "
+              f"{format_ms(row['p99_ms']):>8} {format_ms(row['max_ms']):>8} {row['errors']:>7,} {row['skipped']:>8,}")
     fan = report["fan_out"]
     print(f"\nfan-out (a move sent by one editor -> its moved event decoded by another): {fan['samples']:,} "
-          f"samples, p50 {load._ms(fan['p50_ms'])} ms, p99 {load._ms(fan['p99_ms'])} ms, max "
-          f"{load._ms(fan['max_ms'])} ms; {fan['events']:,} event frames received, {fan['resyncs']} resyncs")
+          f"samples, p50 {format_ms(fan['p50_ms'])} ms, p99 {format_ms(fan['p99_ms'])} ms, max "
+          f"{format_ms(fan['max_ms'])} ms; {fan['events']:,} event frames received, {fan['resyncs']} resyncs")
     memory = report["memory"]
     if memory.get("known"):
-        print(f"server RSS at {memory['mark_s']:g} s {load._mb(memory['rss_at_mark'])}, then "
+        print(f"server RSS at {memory['mark_s']:g} s {format_mb(memory['rss_at_mark'])}, then "
               f"{memory['min_percent_after_mark']:+.1f}% to {memory['max_percent_after_mark']:+.1f}% of it up to "
-              f"{memory['end_s']:g} s (end {load._mb(memory['rss_at_end'])}, peak "
-              f"{load._mb(memory['peak_rss_to_end'])})")
-        print("  RSS over time (s, MB): " + ", ".join(f"{t:.0f}: {rss / load.MB:.0f}"
+              f"{memory['end_s']:g} s (end {format_mb(memory['rss_at_end'])}, peak "
+              f"{format_mb(memory['peak_rss_to_end'])})")
+        print("  RSS over time (s, MB): " + ", ".join(f"{t:.0f}: {rss / load_support.MB:.0f}"
                                                     for t, rss in memory["samples"][::5]))
     else:
         print("server memory: unknown (give --pid with --url to read it from /proc)")
     slow = sorted(report["timeline"], key=lambda row: -(row["move_p99_ms"] or 0))[:3]
-    print("  slowest seconds (move p99): " + ", ".join(f"{row['s']}-{row['s'] + 1} s {load._ms(row['move_p99_ms'])} ms "
+    print("  slowest seconds (move p99): " + ", ".join(f"{row['s']}-{row['s'] + 1} s {format_ms(row['move_p99_ms'])} ms "
                                                         f"({row['move']} moves)" for row in slow))
     cpu = f"client CPU {report['client_cpu_cores']:.2f} cores"
     if report["server_cpu_cores"] is not None:
@@ -478,7 +479,7 @@ def print_report(report: dict, cpu_count: int) -> str:
     def shown(value) -> str:
         if isinstance(value, list):
             return " to ".join("-" if v is None else f"{v:+.1f}%" for v in value)
-        return load._ms(value) if isinstance(value, float) else str(value)
+        return format_ms(value) if isinstance(value, float) else str(value)
 
     print("bars: " + "; ".join(f"{name} {shown(value['value'])} (bar {value['bar']:g}): "
                                f"{'met' if value['met'] else 'NOT met'}" for name, value in report["bars"].items()))
@@ -488,9 +489,9 @@ def print_report(report: dict, cpu_count: int) -> str:
             print(f"  [{sample['kind']}] {sample['cause']}: {sample['detail'][:300]}")
     kinds = report["kinds"]
     line = (f"editors: {report['duration_s']:.1f} s, {report['editors']} editors, {report['scene']['objects']:,} "
-            f"objects, {report['errors']:,} errors, hover p99 {load._ms(kinds['hover']['p99_ms'])} ms, move p99 "
-            f"{load._ms(kinds['move']['p99_ms'])} ms, {report['edits_per_s']:.0f} edits/s, fan-out p99 "
-            f"{load._ms(fan['p99_ms'])} ms, client CPU {report['client_cpu_cores']:.2f} cores")
+            f"objects, {report['errors']:,} errors, hover p99 {format_ms(kinds['hover']['p99_ms'])} ms, move p99 "
+            f"{format_ms(kinds['move']['p99_ms'])} ms, {report['edits_per_s']:.0f} edits/s, fan-out p99 "
+            f"{format_ms(fan['p99_ms'])} ms, client CPU {report['client_cpu_cores']:.2f} cores")
     print()
     print(line)
     return line
@@ -515,8 +516,8 @@ async def _drive(run: Run, editors: list[Editor], sampler, pid: int | None) -> t
     run.fan_out = array.array("d")
     run.events = run.resyncs = 0
     run.samples.clear()
-    client_cpu = load.client_cpu_seconds()
-    server_cpu = load.cpu_seconds(pid) if pid is not None else None
+    client_cpu = load_support.client_cpu_seconds()
+    server_cpu = load_support.cpu_seconds(pid) if pid is not None else None
     run.started = time.perf_counter()
     run.deadline = run.started + run.duration
     sampling = None
@@ -524,8 +525,8 @@ async def _drive(run: Run, editors: list[Editor], sampler, pid: int | None) -> t
         sampling = asyncio.create_task(sampler(run.started)) if sampler else None
         for task in [asyncio.create_task(editor.work()) for editor in editors]:
             await task
-        return (load.client_cpu_seconds() - client_cpu,
-                None if pid is None else load.cpu_seconds(pid) - server_cpu)
+        return (load_support.client_cpu_seconds() - client_cpu,
+                None if pid is None else load_support.cpu_seconds(pid) - server_cpu)
     finally:
         run.elapsed = time.perf_counter() - run.started
         if sampling is not None:
@@ -546,23 +547,23 @@ def main(args) -> int:
     try:
         if args.url:
             try:
-                target = load.loopback_target(args.url)
-            except load.NotLoopback as error:
+                target = load_support.loopback_target(args.url)
+            except load_support.NotLoopback as error:
                 print(f"bench.load: refusing {error}", file=sys.stderr)
                 return 2
             api_key = args.api_key or os.environ.get("PICK_API_KEY")
             pid = args.pid
         else:
-            server = load.Server(args.workers, sample_scenes=False)
+            server = load_support.Server(args.workers, sample_scenes=False)
             log(f"starting python -m service on {server.url} (PICK_WORKERS={args.workers}, data in "
                 f"{server.data_dir}) ...")
             ready = server.start(args.ready_timeout, not args.no_kernel_wait)
             log(f"ready in {ready:.1f} s" if args.no_kernel_wait else
                 f"ready, every kernel compiled or loaded, in {ready:.1f} s")
-            target = load.loopback_target(server.url)
+            target = load_support.loopback_target(server.url)
             api_key = None
             pid = server.process.pid
-        http = load.Http(target, api_key)
+        http = load_support.Http(target, api_key)
         with tempfile.TemporaryDirectory(prefix="pick-editors-") as scratch:
             built = time.perf_counter()
             path = city_file(Path(scratch), args.objects)
@@ -577,7 +578,7 @@ def main(args) -> int:
         run = Run(args.duration)
         editors = [Editor(run, k, target, uploaded, api_key, owned[k], *requests[k], rng, args.batch_every,
                           args.select_every) for k in range(args.editors)]
-        sampler = load.MemorySampler(pid) if pid is not None else None
+        sampler = load_support.MemorySampler(pid) if pid is not None else None
         log(f"editors: {args.duration:g} s, {args.editors} editors on {len(scene['objects']):,} objects, each "
             f"hovering at {HOVER_HZ:g} Hz and dragging at {MOVE_HZ:g} Hz over its WebSocket, a batch every "
             f"{args.batch_every:g} s, a selection every {args.select_every:g} s (0: none) ...")

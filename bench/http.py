@@ -154,7 +154,7 @@ def raw_request(method: str, path: str, host: str, body: bytes = b"", content_ty
 _CONTENT_LENGTH = re.compile(rb"content-length:\s*(\d+)", re.IGNORECASE)
 
 
-def _response_length(head: bytes) -> int:
+def response_length(head: bytes) -> int:
     match = _CONTENT_LENGTH.search(head)
     if match is None:
         raise RuntimeError(f"response without Content-Length: {head[:200]!r}")
@@ -204,7 +204,7 @@ async def _python_load(host: str, port: int, payload: bytes, connections: int, s
                 head = await reader.readuntil(b"\r\n\r\n")
                 if not head.startswith(b"HTTP/1.1 200"):
                     raise RuntimeError(f"error response: {head[:100]!r}")
-                await reader.readexactly(_response_length(head))
+                await reader.readexactly(response_length(head))
                 done += 1
         finally:
             writer.close()
@@ -235,7 +235,7 @@ def latencies(url: str, path: str, body: bytes, count: int, auth: str | None = N
             head = b""
             while not head.endswith(b"\r\n\r\n"):
                 head += stream.readline()
-            stream.read(_response_length(head))
+            stream.read(response_length(head))
             out[k] = time.perf_counter() - start
     return out
 

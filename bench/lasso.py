@@ -7,11 +7,11 @@ The scene is ``sample_meshes/city_block.glb`` (as ``bench.idbuffer`` builds
 it), seen through two 1280 x 720 cameras: the view ``/render`` frames by
 default, and one standing in the street among the buildings with a near
 plane at 5 m and a far plane at 150 m, which cut many triangles. Each
-polygon is a random simple one (``tests.reference_lasso.star_polygon``:
+polygon is a random simple one (``testkit.reference.lasso.star_polygon``:
 3 to 40 points at sorted random angles, concave in general) somewhere over
 the image, half of them over each camera. For every polygon,
 ``Scene.select(lasso=...)`` in ``"triangles"`` mode, crossing and window,
-is compared with ``tests.reference_lasso`` (near/far clipping, PNPOLY and
+is compared with ``testkit.reference.lasso`` (near/far clipping, PNPOLY and
 Sutherland-Hodgman areas in float64, per triangle). A polygon agrees when
 both of its triangle sets are exactly the reference's; the bar (issue 17)
 is 100%. Time: the engine's selections alone, per polygon.
@@ -25,7 +25,7 @@ import numpy as np
 import bvh
 from bench.idbuffer import city_block
 from service.queries.rendering import frame_bounds
-from tests.reference_lasso import ProjectedTriangles, star_polygon, world_triangles
+from testkit.reference.lasso import ProjectedTriangles, star_polygon, world_triangles
 
 WIDTH, HEIGHT = 1280, 720
 

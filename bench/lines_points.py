@@ -1,16 +1,16 @@
 """Lines and points benchmark: agreement of ``Scene.intersect`` with line and
-point tolerances against the float64 brute force of ``tests/reference_lines.py``,
+point tolerances against the float64 brute force of ``testkit/reference/lines.py``,
 and the pick rate on a large point cloud.
 
     python -m bench.lines_points                    # 10,000 rays per tolerance, 1M points
     python -m bench.lines_points --rays 2000 --points 100000
 
-Agreement: the random scene of ``tests/test_lines_points.py`` (polylines,
+Agreement: the random scene of ``testkit/scenes/lines_points.py`` (polylines,
 loose segments, two instances of a point cloud, three instanced planes),
 ``--rays`` random rays per tolerance set; each ray agrees when kernel and
 brute force report the same primitive kind, object and index. Rays whose
 brute-force answer lies within a relative 1e-6 of flipping (a distance at
-the tolerance, near ties: ``reference_lines.MARGIN``) are counted apart as
+the tolerance, near ties: ``testkit.reference.lines.MARGIN``) are counted apart as
 ambiguous. The bar: 100% of the unambiguous rays.
 
 Rate: ``--points`` uniform random points in a unit cube, one point set
@@ -32,14 +32,14 @@ import numba
 import numpy as np
 
 import bvh
-from tests.reference_lines import agreement
-from tests.test_lines_points import TOLERANCES, _random_rays, _random_scene
+from testkit.reference.lines import agreement
+from testkit.scenes.lines_points import TOLERANCES, random_rays, random_scene
 
 
 def _agreement(rays: int) -> None:
-    scene = _random_scene()
+    scene = random_scene()
     exclude = [info.id for info in scene.objects if info.kind == "sphere"]
-    origins, directions = _random_rays(rays, 11)
+    origins, directions = random_rays(rays, 11)
     for tolerance in TOLERANCES:
         hits = scene.intersect(origins, directions, exclude=exclude, line_tolerance=tolerance[0],
                                line_slope=tolerance[1], point_tolerance=tolerance[2], point_slope=tolerance[3])

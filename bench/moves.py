@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.http import ROOT, Server, _response_length, free_port, raw_request, request, upload
+from bench.http import ROOT, Server, free_port, raw_request, request, response_length, upload
 
 BINARY_MOVE = np.dtype([("id", "<i4"), ("rows", "<f4", (3, 4))])
 GROUP = 64
@@ -94,7 +94,7 @@ class Connection:
             if not line:
                 raise ConnectionError("the server closed the connection")
             head += line
-        return int(head.split(b" ", 2)[1]), self.stream.read(_response_length(head))
+        return int(head.split(b" ", 2)[1]), self.stream.read(response_length(head))
 
     def close(self) -> None:
         self.socket.close()
@@ -171,7 +171,7 @@ def concurrent_moves_python(url: str, scene_id: str, origins: np.ndarray, connec
             start = time.perf_counter()
             writer.write(raw_request("PATCH", path, host, move_body(drag(k), origins[oid])))
             head = await reader.readuntil(b"\r\n\r\n")
-            await reader.readexactly(_response_length(head))
+            await reader.readexactly(response_length(head))
             if not head.startswith(b"HTTP/1.1 200"):
                 raise RuntimeError(head[:100])
             latencies.append(time.perf_counter() - start)

@@ -3,7 +3,7 @@
     python -m bench.overlap                  # 10,000 queries of each kind
     python -m bench.overlap --queries 2000   # fewer
 
-Each query is one random shape (``tests.overlap_shapes.random_shape``, about
+Each query is one random shape (``testkit.scenes.shapes.random_shape``, about
 a tenth of the bunny across, centred in its box) and one call of
 ``MeshBVH.overlap`` on the calling thread (one shape per call: the walk is
 serial). The rate is queries per second over the calls alone, after a
@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 import bvh
-from tests.meshes import load_mesh
-from tests.overlap_shapes import KINDS, agrees, bracket, face_boxes, random_shape
+from testkit.meshes import load_mesh
+from testkit.scenes.shapes import KINDS, agrees, bracket, face_boxes, random_shape
 
 BUNNY = Path(__file__).resolve().parents[1].parent / "shared" / "meshes" / "stanford-bunny.obj"
 

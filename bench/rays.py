@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import os
 import platform
 import subprocess
@@ -77,20 +76,12 @@ def load_ours():
 
 
 def load_sweep_builder():
-    """``sweep_build`` from ``tests/sweep_builder.py``, or None."""
+    """``sweep_build`` from ``testkit/reference/sweep_builder.py``, or None and the reason."""
     try:
-        return importlib.import_module("tests.sweep_builder").sweep_build, None
-    except Exception as first:
-        path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "tests", "sweep_builder.py")
-        if not os.path.exists(path):
-            return None, f"{os.path.normpath(path)} not found"
-        try:
-            spec = importlib.util.spec_from_file_location("_bench_sweep_builder", path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            return module.sweep_build, None
-        except Exception as exc:
-            return None, f"{type(exc).__name__}: {exc} (package import: {first})"
+        from testkit.reference.sweep_builder import sweep_build
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    return sweep_build, None
 
 
 # --------------------------------------------------------------------------- one mesh

@@ -168,7 +168,7 @@ def main(argv=None) -> int:
         mesh = load_mesh(bunny)
     else:
         import sample_meshes
-        from tests.meshes import load_mesh as load_sample
+        from testkit.meshes import load_mesh as load_sample
 
         vertices, faces = load_sample(sample_meshes.path("torus.ply"))
         mesh = type("Mesh", (), {"name": "torus", "vertices": vertices, "faces": faces,

@@ -5,7 +5,7 @@
 
 The casts are ``bench.rays_gen.random_pick_rays`` (origins one box diagonal
 from the centre, aimed into the box, unit directions). Every cast is checked
-against the float64 brute force of ``tests/reference_proximity.py`` on the
+against the float64 brute force of ``testkit/reference/proximity.py`` on the
 geometry the BVH holds (float32 vertices relative to its offset, converted
 back exactly). To keep that affordable, each cast's brute force runs over the
 triangles whose bounding sphere comes within the radius of its path (a
@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 import bvh
-from tests import reference_proximity as ref
+from testkit.reference import proximity as ref
 
 from .meshes import SHARED_MESHES, load_mesh
 from .rays_gen import random_pick_rays
@@ -113,7 +113,7 @@ def main() -> None:
     print(f"  mesh      : {len(faces):,} triangles, diagonal {size:.4g}; radius {radius:.4g} ({args.radius:g} of it)")
     print(f"  casts     : {args.casts:,} random pick rays (bench.rays_gen, seed 1), {hit.mean():.1%} touch")
     print(f"  first call: {first:.2f} s (JIT compile or cache load, and the casts)")
-    print(f"  oracle    : tests/reference_proximity.sphere_cast over {pairs:,} culled (cast, triangle) pairs, "
+    print(f"  oracle    : testkit/reference/proximity.sphere_cast over {pairs:,} culled (cast, triangle) pairs, "
           f"{oracle_s:.1f} s")
     print()
     print(f"{'':12}{'casts':>8}{'hit/miss':>10}{'agree':>10}{'same tri':>10}{'max rel dt':>12}")

@@ -2,7 +2,7 @@
 
 Runs trimesh 5.2.0's ray tests (``../shared/trimesh-suite``) three times,
 each from a fresh copy in a scratch folder, with one engine in the place of
-both of trimesh's (see ``tests/trimesh_suite.py``): ours
+both of trimesh's (see ``testkit/trimesh_suite.py``): ours
 (``bvh.trimesh.RayMeshIntersector``), trimesh's default engine
 (``trimesh.ray.ray_triangle``) and its Embree engine (``embreex``, in the
 ``bench`` extra). Prints how many tests pass on each, which fail, and the
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.trimesh_suite import ENGINES, SUITE, run_suite
+from testkit.trimesh_suite import ENGINES, SUITE, run_suite
 
 LABELS = {"bvh": "ours (bvh.trimesh)", "ray_triangle": "trimesh default (ray_triangle)",
           "embree": "trimesh Embree (embreex)"}

@@ -1,6 +1,6 @@
 """Alpha-tested picking (issue 17): glTF MASK and BLEND materials let rays
 through their transparent texels, for closest, any and all hits, checked
-against the float64 brute force of tests/reference_alpha.py on generated
+against the float64 brute force of testkit/reference/alpha.py on generated
 GLB files whose rays aim at texel centres (half a texel from any border)."""
 
 import numpy as np
@@ -9,8 +9,8 @@ import pytest
 import bvh
 from bvh import AlphaMaterial, MeshAlpha
 
-from .alpha_scenes import TEXELS, checker_card_scene, checkerboard, grid_rays, quad, tree_scene, write_glb
-from .reference_alpha import CLAMP_TO_EDGE, MIRRORED_REPEAT, REPEAT, closest_nodes, distinct_crossings, trace
+from testkit.scenes.alpha import TEXELS, checker_card_scene, checkerboard, grid_rays, quad, tree_scene, write_glb
+from testkit.reference.alpha import CLAMP_TO_EDGE, MIRRORED_REPEAT, REPEAT, closest_nodes, distinct_crossings, trace
 
 
 def _load(glb: bytes):

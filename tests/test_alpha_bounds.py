@@ -18,8 +18,8 @@ from bvh.builders.alpha_bounds import opaque_rects, tight_nodes
 from bvh.io.materials import pack_mesh_alpha
 from bvh.walk.nodes import EMPTY_MIN, MAX_X, MIN_X
 
-from .alpha_scenes import foliage, leaf_mask
-from .reference_alpha import wrapped
+from testkit.scenes.alpha import foliage, leaf_mask
+from testkit.reference.alpha import wrapped
 
 
 def _rect_of(material: AlphaMaterial, texcoords, vertex_alpha=None) -> np.ndarray:

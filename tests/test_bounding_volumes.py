@@ -16,7 +16,7 @@ import bvh.primitives as P
 try:
     import reference_primitives as ref
 except ImportError:
-    from tests import reference_primitives as ref
+    from testkit.reference import primitives as ref
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 METHODS = ["ritter", "aabb", "welzl"]

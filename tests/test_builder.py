@@ -11,8 +11,8 @@ from bvh.builders.sah import binned_sah_build
 from bvh.builders.config import BuildConfig
 from bvh.builders.triangles import prepare_triangles
 from bvh.validation import check_mesh
-from tests.meshes import sample_mesh, shared_mesh
-from tests.sweep_builder import sweep_build
+from testkit.meshes import sample_mesh, shared_mesh
+from testkit.reference.sweep_builder import sweep_build
 
 
 def random_boxes(n, rng):

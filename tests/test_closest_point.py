@@ -1,6 +1,6 @@
 """Closest point on meshes and scenes against the float64 brute force.
 
-The brute force (``tests.reference_proximity``) measures the mesh exactly as
+The brute force (``testkit.reference.proximity``) measures the mesh exactly as
 the BVH stores it (centred float32 vertices, converted back exactly), so the
 two differ only by float64 rounding: distances agree to 1e-9 relative, and
 the reported triangle is the oracle's or one at the same distance.
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import bvh
 from bvh.queries.closest_point import closest_on_triangle
-from tests import reference_proximity as ref
-from tests.meshes import sample_mesh, shared_mesh
+from testkit.reference import proximity as ref
+from testkit.meshes import sample_mesh, shared_mesh
 
 RTOL = 1e-9
 

@@ -27,7 +27,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.
 
 from service.queries.picking import RECORD  # noqa: E402
 from tests.conftest import TRIANGLE  # noqa: E402
-from tests.meshes import pick_rays, sample_mesh  # noqa: E402
+from testkit.meshes import pick_rays, sample_mesh  # noqa: E402
 
 OCTET = {"content-type": "application/octet-stream"}
 

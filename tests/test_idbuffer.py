@@ -72,8 +72,8 @@ def test_an_empty_scene_misses_everywhere():
 
 
 def test_transparent_texels_let_the_pixels_rays_through():
-    # The alpha-tested checkerboard card before a wall (tests/alpha_scenes.py), seen from the front.
-    from tests.alpha_scenes import checker_card_scene
+    # The alpha-tested checkerboard card before a wall (testkit/scenes/alpha.py), seen from the front.
+    from testkit.scenes.alpha import checker_card_scene
 
     scene = bvh.load(checker_card_scene()[0], file_type="glb")
     card = next(info.id for info in scene.objects if info.name == "card")

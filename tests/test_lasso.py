@@ -1,5 +1,5 @@
 """Tests of ``bvh.queries.lasso`` and ``Scene.select(lasso=...)``: against the naive
-reference of ``tests/reference_lasso.py`` on seeded random polygons, against
+reference of ``testkit/reference/lasso.py`` on seeded random polygons, against
 the rectangle's frustum selection, and the pixels a lasso covers."""
 
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 import bvh
 from bvh.camera import Camera
 from bvh.queries.lasso import MAX_POINTS, Lasso, check_polygon, pixels_in_polygon
-from tests.reference_lasso import ProjectedTriangles, point_in_polygon, star_polygon, world_triangles
+from testkit.reference.lasso import ProjectedTriangles, point_in_polygon, star_polygon, world_triangles
 
 WIDTH, HEIGHT = 160, 120
 

@@ -1,5 +1,5 @@
 """Lines and points as pickable geometry (``bvh.queries.lines_points``): picks
-against the float64 brute force of ``tests/reference_lines.py`` on random
+against the float64 brute force of ``testkit/reference/lines.py`` on random
 rays per tolerance, the rules between surfaces and lines, robustness cases,
 instancing, filters and persistence."""
 
@@ -10,63 +10,16 @@ import bvh
 from bvh.hits import PRIMITIVE_NAMES
 from bvh.queries.lines_points import POINT, SEGMENT, TRIANGLE
 
-from .reference_lines import agreement
-
-#: (line tolerance, line slope, point tolerance, point slope)
-TOLERANCES = [(0.02, 0.0, 0.03, 0.0), (0.2, 0.0, 0.1, 0.0), (0.0, 0.01, 0.0, 0.02), (0.01, 0.005, 0.02, 0.0)]
-
-
-def _rotation(rng):
-    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
-    return q * np.sign(np.linalg.det(q))
-
-
-def _random_scene(seed=0):
-    rng = np.random.default_rng(seed)
-    scene = bvh.Scene()
-    # A polyline and loose segments, some of zero length and sharing vertices.
-    path = np.cumsum(rng.normal(scale=0.3, size=(60, 3)), axis=0)
-    edges = np.stack([np.arange(59), np.arange(1, 60)], axis=1)
-    loose = rng.uniform(-2, 2, size=(80, 3))
-    loose_edges = rng.integers(0, 80, size=(60, 2))
-    loose_edges[:5, 1] = loose_edges[:5, 0]
-    lines_a = scene.add_lines(path, edges, name="path")
-    lines_b = scene.add_lines(loose, loose_edges)
-    cloud = scene.add_points(rng.uniform(-2, 2, size=(400, 3)))
-    grid = np.array([[x, y, 0.0] for x in np.linspace(-2, 2, 5) for y in np.linspace(-2, 2, 5)])
-    faces = [[i * 5 + j, i * 5 + j + 1, (i + 1) * 5 + j] for i in range(4) for j in range(4)] + \
-        [[i * 5 + j + 1, (i + 1) * 5 + j + 1, (i + 1) * 5 + j] for i in range(4) for j in range(4)]
-    plane = scene.add_mesh(grid, np.array(faces))
-    for k in range(3):
-        m = np.eye(4)
-        m[:3, :3] = _rotation(rng) @ np.diag(rng.uniform(0.5, 1.5, 3))
-        m[:3, 3] = rng.uniform(-1, 1, 3)
-        scene.add_instance(plane, m)
-    scene.add_instance(lines=lines_a)
-    m = np.eye(4)
-    m[:3, :3] = _rotation(rng) @ np.diag([1.0, 2.0, 0.5])
-    scene.add_instance(lines=lines_b, transform=m)
-    scene.add_instance(points=cloud)
-    m = np.eye(4)
-    m[:3, 3] = [0.5, 0.0, 0.3]
-    scene.add_instance(points=cloud, transform=m)
-    scene.add_shape("sphere", radius=0.3)
-    return scene
-
-
-def _random_rays(n, seed):
-    rng = np.random.default_rng(seed)
-    origins = rng.uniform(-3, 3, size=(n, 3))
-    targets = rng.uniform(-1.5, 1.5, size=(n, 3))
-    return origins, targets - origins
+from testkit.reference.lines import agreement
+from testkit.scenes.lines_points import TOLERANCES, random_rays, random_scene
 
 
 @pytest.mark.parametrize("tolerance", TOLERANCES)
 def test_random_rays_agree_with_brute_force(tolerance):
-    scene = _random_scene()
+    scene = random_scene()
     # The sphere shape is left out: the reference knows triangles, segments and points.
     sphere = [info.id for info in scene.objects if info.kind == "sphere"]
-    origins, directions = _random_rays(1500, 1)
+    origins, directions = random_rays(1500, 1)
     line_tol, line_slope, point_tol, point_slope = tolerance
     for n in (1500, 20):
         hits = scene.intersect(origins[:n], directions[:n], line_tolerance=line_tol, line_slope=line_slope,
@@ -287,8 +240,8 @@ def test_other_queries_skip_lines_and_points():
 
 
 def test_persistence_round_trip(tmp_path):
-    scene = _random_scene(3)
-    origins, directions = _random_rays(300, 4)
+    scene = random_scene(3)
+    origins, directions = random_rays(300, 4)
     options = dict(line_tolerance=0.05, point_tolerance=0.05, line_slope=0.001)
     before = scene.intersect(origins, directions, **options)
     scene.save(tmp_path / "s")
@@ -307,10 +260,10 @@ def test_persistence_round_trip(tmp_path):
 
 
 def test_add_scene_copies_sets():
-    scene = _random_scene(5)
+    scene = random_scene(5)
     copy = bvh.Scene()
     copy.add_scene(scene)
-    origins, directions = _random_rays(200, 6)
+    origins, directions = random_rays(200, 6)
     a = scene.intersect(origins, directions, line_tolerance=0.05, point_tolerance=0.05)
     b = copy.intersect(origins, directions, line_tolerance=0.05, point_tolerance=0.05)
     np.testing.assert_array_equal(a.primitive, b.primitive)
@@ -346,7 +299,7 @@ def test_refusals():
 def test_reference_self_check():
     """The brute force's closest approach against a dense sampling."""
     rng = np.random.default_rng(9)
-    from .reference_lines import segment_approach
+    from testkit.reference.lines import segment_approach
     for _ in range(50):
         o = rng.normal(size=3)
         d = rng.normal(size=3)
@@ -438,7 +391,7 @@ def test_pixel_tolerance_picks_the_same_pixels_at_any_distance(distance):
 
 
 def test_alpha_tested_faces_let_rays_through_to_lines_and_points():
-    from .alpha_scenes import checker_card_scene, grid_rays
+    from testkit.scenes.alpha import checker_card_scene, grid_rays
 
     glb, _ = checker_card_scene()
     scene = bvh.load(glb, file_type="glb")

@@ -18,7 +18,7 @@ from trimesh.transformations import rotation_matrix, translation_matrix
 import sample_meshes
 from bvh.io import load as loader
 from bvh.io.load import SceneDescription, load, read_scene_description, supported_file_types
-from tests.meshes import SHARED_MESHES, sample_mesh, shared_mesh
+from testkit.meshes import SHARED_MESHES, sample_mesh, shared_mesh
 
 
 # ---------------------------------------------------------------- helpers

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import bvh
-from tests import reference_raycast as reference
-from tests.meshes import SHARED_ALL, pick_rays, sample_mesh, shared_mesh
+from testkit.reference import raycast as reference
+from testkit.meshes import SHARED_ALL, pick_rays, sample_mesh, shared_mesh
 
 CUBE_VERTICES = np.array([[x, y, z] for x in (0.0, 1.0) for y in (0.0, 1.0) for z in (0.0, 1.0)])
 # Outward-facing, two triangles per face sharing the face's diagonal.

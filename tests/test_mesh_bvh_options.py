@@ -8,8 +8,8 @@ import pytest
 
 import bvh
 from bvh.validation import MIN_DIRECTION_LENGTH, check_mesh, check_rays_allowing_zero, check_window
-from tests import reference_raycast as reference
-from tests.meshes import pick_rays, sample_mesh
+from testkit.reference import raycast as reference
+from testkit.meshes import pick_rays, sample_mesh
 from tests.test_mesh_bvh import CUBE_FACES, CUBE_VERTICES
 
 

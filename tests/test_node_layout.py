@@ -5,7 +5,7 @@ import numpy as np
 
 import bvh
 from bvh.walk.nodes import CHILD_COUNT, CHILD_FIRST, EMPTY_MIN, WIDTH, aligned_empty, outward_float32, rebase
-from tests.meshes import sample_mesh
+from testkit.meshes import sample_mesh
 
 
 def test_rebase_moves_inner_links_by_rows_and_leaves_by_triangles_but_not_unused_slots():

@@ -1,11 +1,11 @@
 """Overlap queries (``MeshBVH.overlap``, ``Scene.overlap``) against the
-float64 brute-force oracle ``tests.reference_proximity.overlapping_triangles``.
+float64 brute-force oracle ``testkit.reference.proximity.overlapping_triangles``.
 
 The oracle runs on the geometry the engine holds: the float32 vertices
 relative to the mesh's offset, converted back exactly, and in scenes mapped
 by each object's transform. Faces within ``MARGIN`` (relative) of a shape's
 boundary may go either way by rounding; every comparison allows exactly that
-and no more (``tests.overlap_shapes.bracket``), so no test depends on the
+and no more (``testkit.scenes.shapes.bracket``), so no test depends on the
 CPU's rounding.
 """
 
@@ -15,9 +15,9 @@ import trimesh
 
 import bvh
 from bvh.queries import overlap as overlap_kernels
-from tests.meshes import SHARED_MESHES, load_mesh
-from tests.overlap_shapes import KINDS, agrees, bracket, random_shape
-from tests.reference_proximity import overlapping_triangles
+from testkit.meshes import SHARED_MESHES, load_mesh
+from testkit.scenes.shapes import KINDS, agrees, bracket, random_shape
+from testkit.reference.proximity import overlapping_triangles
 
 #: Faces closer than this (times the mesh size) to a shape's boundary are
 #: decided by rounding, in the engine as in the oracle.

@@ -20,7 +20,7 @@ import bvh.primitives as P
 try:
     import reference_primitives as ref
 except ImportError:
-    from tests import reference_primitives as ref
+    from testkit.reference import primitives as ref
 
 N_RAYS = 4000
 MAX_DISAGREE = 2

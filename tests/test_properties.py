@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import bvh
-from tests import reference_raycast as reference
+from testkit.reference import raycast as reference
 
 # Derandomised: CI must not find a new example on its own and fail a submission by chance.
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True)

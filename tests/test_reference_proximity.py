@@ -7,8 +7,8 @@ one correctly rounded operation away from it (a square root).
 import numpy as np
 import pytest
 
-from tests import reference_proximity as ref
-from tests import reference_raycast
+from testkit.reference import proximity as ref
+from testkit.reference import raycast as reference_raycast
 
 RTOL = 1e-12
 

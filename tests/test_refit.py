@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import bvh
-from tests import reference_raycast as reference
-from tests.meshes import pick_rays, sample_mesh
+from testkit.reference import raycast as reference
+from testkit.meshes import pick_rays, sample_mesh
 from tests.test_mesh_bvh import assert_agrees_with_oracle
 
 RAYS = 3000

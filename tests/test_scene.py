@@ -10,8 +10,8 @@ import trimesh
 import bvh
 from bvh import primitives
 
-from .meshes import pick_rays, sample_mesh
-from .reference_raycast import all_hit_distances, closest_hits
+from testkit.meshes import pick_rays, sample_mesh
+from testkit.reference.raycast import all_hit_distances, closest_hits
 
 
 def random_transform(rng, mirror=False, scale_range=(0.5, 2.0), spread=6.0):

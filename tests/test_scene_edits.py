@@ -14,8 +14,8 @@ import bvh
 from bvh.builders.refit import wide_sah_cost
 from bvh.scene.scene import PENDING_LIMIT, REBUILD_RATIO
 
-from .meshes import pick_rays, sample_mesh
-from .reference_raycast import closest_hits
+from testkit.meshes import pick_rays, sample_mesh
+from testkit.reference.raycast import closest_hits
 from .test_scene import flatten, random_transform
 
 DATA = Path(__file__).parent / "data"

@@ -14,8 +14,8 @@ import pytest
 import bvh
 from bvh.scene.scene import REBUILD_RATIO
 
-from .meshes import pick_rays, sample_mesh
-from .reference_raycast import closest_hits
+from testkit.meshes import pick_rays, sample_mesh
+from testkit.reference.raycast import closest_hits
 from .test_scene import flatten, random_transform
 
 DATA = Path(__file__).parent / "data"

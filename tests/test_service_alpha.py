@@ -6,7 +6,7 @@ import pytest
 
 from service.queries.picking import RECORD
 
-from .alpha_scenes import TEXELS, checker_card_scene, checkerboard, grid_rays
+from testkit.scenes.alpha import TEXELS, checker_card_scene, checkerboard, grid_rays
 
 
 def upload(client, glb: bytes) -> str:

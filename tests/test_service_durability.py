@@ -13,7 +13,7 @@ import pytest
 
 from service.queries.editing import BINARY_MOVE
 from tests.conftest import TRIANGLE
-from tests.test_service_persistence import free_port, start_server
+from testkit.servers import free_port, start_server
 
 SINGLE_EDITORS = 3
 PER_EDITOR = 6

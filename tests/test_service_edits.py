@@ -6,8 +6,8 @@ import pytest
 
 from service.queries.editing import BINARY_MOVE
 from tests.conftest import TRIANGLE
-from tests.meshes import pick_rays, sample_mesh
-from tests.reference_raycast import closest_hits
+from testkit.meshes import pick_rays, sample_mesh
+from testkit.reference.raycast import closest_hits
 
 #: Each test here runs against the embedded store and against an object store (see tests/conftest.py).
 pytestmark = pytest.mark.both_stores

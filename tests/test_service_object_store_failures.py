@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import TRIANGLE
 from tests.test_service_durability import (GROUP, PER_EDITOR, SINGLE_EDITORS, Ledger, _batch_editor, _check,
                                            _kill_9, _single_editor, at)
-from tests.test_service_persistence import free_port, start_server
+from testkit.servers import free_port, start_server
 
 
 def test_acknowledged_edits_survive_kill_9_of_a_service_on_the_object_store(s3_environment, tmp_path):

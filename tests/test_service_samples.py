@@ -12,7 +12,7 @@ import httpx
 import sample_meshes
 from service.ops.samples import MARKER, create_sample_scenes
 from service.store.store import SceneStore
-from tests.test_service_persistence import free_port
+from testkit.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_NAMES = sorted(Path(name).stem for name in sample_meshes.ALL)

@@ -107,7 +107,7 @@ def test_a_lasso_takes_what_its_polygon_encloses(client):
 
 def test_lasso_triangles_match_the_naive_reference(client):
     from bvh.camera import Camera
-    from tests.reference_lasso import ProjectedTriangles, star_polygon
+    from testkit.reference.lasso import ProjectedTriangles, star_polygon
 
     scene = box_on_ground(client)
     ground_vertices, ground_faces = grid_mesh(10, 5.0)

@@ -1,5 +1,5 @@
 """Sphere casts (MeshBVH.sphere_cast, Scene.sphere_cast) against the float64
-brute force of tests/reference_proximity.py, on the geometry the engine holds
+brute force of testkit/reference/proximity.py, on the geometry the engine holds
 (float32 vertices relative to the mesh's offset, converted back exactly).
 
 Agreement is asserted with tolerances, never on rounding: the same hit or
@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bvh
 from bvh.queries import sphere_cast as kernels
-from tests import reference_proximity as ref
-from tests.meshes import sample_mesh, shared_mesh
+from testkit.reference import proximity as ref
+from testkit.meshes import sample_mesh, shared_mesh
 
 T_TOLERANCE = 1e-9
 

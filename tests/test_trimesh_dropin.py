@@ -10,9 +10,9 @@ import trimesh
 import trimesh.ray.ray_triangle
 
 import bvh.trimesh
-from tests import reference_raycast as reference
-from tests.meshes import pick_rays, sample_mesh
-from tests.trimesh_suite import SUITE, run_suite
+from testkit.reference import raycast as reference
+from testkit.meshes import pick_rays, sample_mesh
+from testkit.trimesh_suite import SUITE, run_suite
 
 #: Tests of the suite our engine cannot pass, with the reason: none.
 #: (trimesh's own engine fails four: test_ray.py::test_embree_duplicate_hits

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import bvh
-from tests.meshes import SHARED_CLOSED, sample_mesh, shared_mesh
+from testkit.meshes import SHARED_CLOSED, sample_mesh, shared_mesh
 
 #: At most this many vertex and edge targets per mesh.
 MAX_TARGETS = 20_000

@@ -1,6 +1,6 @@
 """Inside/outside and signed distance: ``MeshBVH.winding_number``,
 ``contains``, ``signed_distance`` and their ``Scene`` counterparts, against
-the naive float64 winding number (``tests.reference_proximity``) on the
+the naive float64 winding number (``testkit.reference.proximity``) on the
 geometry the engine holds (float32 vertices relative to the mesh's offset).
 
 No test depends on how the CPU rounds: points whose oracle value is within
@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bvh
-from tests.meshes import sample_mesh, shared_mesh
-from tests.reference_proximity import winding_numbers
+from testkit.meshes import sample_mesh, shared_mesh
+from testkit.reference.proximity import winding_numbers
 
 #: How far the hierarchical winding number may be from the exact one away
 #: from the surface: the first-order (dipole) approximation with beta = 2

@@ -3,7 +3,7 @@ world triangle (Möller–Trumbore in float64), each candidate kept or let
 through by the texel rule ``bvh.queries.alpha`` documents, written again here from
 the glTF and OpenGL specifications, sharing no code with ``bvh``.
 
-Triangles are the records of ``tests.alpha_scenes._truth``: ``(node, face,
+Triangles are the records of ``testkit.scenes.alpha._truth``: ``(node, face,
 corners (3, 3), texcoords (3, 2) or None, vertex alphas (3,), material dict
 or None)``.
 """
@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-#: The kernels' barycentric slack (bvh.leaf_tests.EDGE_TOLERANCE): a ray
+#: The kernels' barycentric slack (bvh.queries.ray_triangle.EDGE_TOLERANCE): a ray
 #: through the diagonal of a quad meets one of its halves here as there.
 EDGE_SLACK = 1.0e-9
 

@@ -1,7 +1,7 @@
 """Random overlap shapes and their rounding-proof comparison with the oracle.
 
 Shared by ``tests/test_overlap.py`` and ``bench/overlap.py``. A shape is the
-dict ``bvh`` and ``tests.reference_proximity.overlapping_triangles`` take.
+dict ``bvh`` and ``testkit.reference.proximity.overlapping_triangles`` take.
 The comparison never depends on rounding: a triangle within ``margin`` of the
 shape's boundary could go either way, so the engine's answer must contain
 what the oracle finds for the shape shrunk by ``margin`` and lie within what
@@ -10,7 +10,7 @@ it finds for the shape grown by ``margin``.
 
 import numpy as np
 
-from tests.reference_proximity import overlapping_triangles
+from testkit.reference.proximity import overlapping_triangles
 
 KINDS = ("sphere", "capsule", "aabb", "obb", "convex")
 

@@ -168,7 +168,7 @@ def write_glb(meshes: list, materials: list, nodes: list) -> bytes:
 #
 # Each scene is returned with its "truth": per node, the world triangles,
 # their texture coordinates and vertex alphas and their material (None for
-# opaque), for tests/reference_alpha.py.
+# opaque), for testkit/reference/alpha.py.
 
 
 def _truth(meshes, materials, nodes):

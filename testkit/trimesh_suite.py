@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 
-#: The suite, in ``../shared`` beside the checkout (as ``tests/meshes.py`` finds the meshes).
+#: The suite, in ``../shared`` beside the checkout (as ``testkit/meshes.py`` finds the meshes).
 SUITE = Path(__file__).resolve().parents[1].parent / "shared" / "trimesh-suite"
 
 #: ``bvh``: ours (``bvh.trimesh``); ``ray_triangle``: trimesh's default
@@ -33,7 +33,7 @@ ENGINES = ("bvh", "ray_triangle", "embree")
 ENGINE_VARIABLE = "BVH_TRIMESH_SUITE_ENGINE"
 
 CONFTEST = '''\
-"""Written by the bvh project's tests/trimesh_suite.py: runs these tests on
+"""Written by the bvh project's testkit/trimesh_suite.py: runs these tests on
 the ray engine named by ${variable} (one of {engines})."""
 
 import importlib.util

@@ -3,7 +3,7 @@
 At every node it sorts the centroids on each axis and prices every one of
 the N - 1 splits between consecutive primitives, so it finds the best
 object split the SAH can see; the binned builder only tries ``bins - 1``
-planes per axis. Same interface as ``bvh.builder.binned_sah_build``.
+planes per axis. Same interface as ``bvh.builders.sah.binned_sah_build``.
 """
 
 import numpy as np
