@@ -23,8 +23,8 @@ import numpy as np
 from .._jit import MAX_DEPTH
 from ..builders.sah import binned_sah_build
 from ..builders.config import BuildConfig
-from .mesh_pack import COVER_BOXES, cover_boxes
-from ..walk.nodes import aligned_empty, collapse_to_wide, rebase
+from .mesh_pack import COVER_BOXES, aligned_concat, cover_boxes, freeze
+from ..walk.nodes import collapse_to_wide, rebase
 from ..shapes import LINES, POINTS
 from ..builders.triangles import _centring_offset
 from ..validation import MAX_MESH_EXTENT, real_array
@@ -126,12 +126,6 @@ def empty_pack() -> LinePointPack:
         vertex_start=zero, edges=np.zeros((0, 2), np.int32), edge_start=zero.copy()))
 
 
-def freeze(pack: LinePointPack) -> LinePointPack:
-    for array in pack:
-        array.setflags(write=False)
-    return pack
-
-
 def _coordinates(name: str, value) -> np.ndarray:
     array = real_array(name, value).astype(np.float64)
     if array.ndim != 2 or array.shape[1] != 3 or array.shape[0] == 0:
@@ -206,16 +200,6 @@ def build_points(points, config: BuildConfig | None = None) -> SetChunk:
     return _build(POINTS, corners, lo, hi, offset, points, np.zeros((0, 2), np.int32), config or BuildConfig())
 
 
-def _aligned_concat(arrays: list[np.ndarray]) -> np.ndarray:
-    total = sum(a.shape[0] for a in arrays)
-    out = aligned_empty((total,) + arrays[0].shape[1:], arrays[0].dtype)
-    row = 0
-    for a in arrays:
-        out[row:row + a.shape[0]] = a
-        row += a.shape[0]
-    return out
-
-
 def append(pack: LinePointPack, chunks: list[SetChunk]) -> LinePointPack:
     """A new pack holding ``pack``'s sets followed by ``chunks`` (ids continue)."""
     if not chunks:
@@ -240,8 +224,8 @@ def append(pack: LinePointPack, chunks: list[SetChunk]) -> LinePointPack:
         roots.append(np.array([node_base], np.int32))
         node_base += chunk.nodes.shape[0]
     return freeze(LinePointPack(
-        nodes=_aligned_concat(node_parts), segments=_aligned_concat(segment_parts),
-        segment_index=np.concatenate(segment_index), points=_aligned_concat(point_parts),
+        nodes=aligned_concat(node_parts), segments=aligned_concat(segment_parts),
+        segment_index=np.concatenate(segment_index), points=aligned_concat(point_parts),
         point_index=np.concatenate(point_index),
         set_kind=np.concatenate([pack.set_kind, np.array([c.kind for c in chunks], np.int32)]),
         set_root=np.concatenate(roots),
