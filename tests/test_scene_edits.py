@@ -391,7 +391,7 @@ def test_an_annotation_set_while_a_save_runs_is_kept(tmp_path, monkeypatch):
 
     scene = _scene(count=2, seed=5)
     scene.annotate("journal", 21)
-    write_arrays = bvh.persistence.write_arrays
+    write_arrays = bvh.io.persistence.write_arrays
 
     def write_while_an_edit_lands(directory, arrays, metadata, tokens):
         scene.annotate("journal", 23)
