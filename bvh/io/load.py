@@ -28,7 +28,7 @@ from .reading import read_path, read_source, supported_file_types, trimesh_scene
 from .wording import label_of, reason
 
 if TYPE_CHECKING:
-    from ..scene.scene import Scene
+    from ..scene import Scene
 
 __all__ = [
     "InstanceDescription",
@@ -75,7 +75,7 @@ def load(source, file_type: str | None = None, name: str | None = None) -> Scene
     description = read_scene_description(source, file_type, name)
     # Here rather than at the top, so that this module and read_scene_description
     # stand on their own, without bvh.scene.
-    from ..scene.scene import Scene
+    from ..scene import Scene
 
     label = label_of(description.file_type)
     scene = Scene()

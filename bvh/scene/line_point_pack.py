@@ -4,13 +4,13 @@ the meshes' pack (:mod:`bvh.scene.mesh_pack`), so the pick kernels see plain arr
 A *line set* is vertices and segments (pairs of vertex indices), a *point
 set* is points; either is geometry, placed in the world by objects as a mesh
 is (``Scene.add_instance(lines=...)``). Each set gets its own BVH from the
-same builder as meshes (:func:`bvh.builder.binned_sah_build` sees only boxes
+same builder as meshes (:func:`bvh.builders.sah.binned_sah_build` sees only boxes
 and centroids: a segment's box is its endpoints', a point's is the point),
 collapsed to four-wide nodes. The nodes of every set share one array, their
 leaves pointing into ``segments`` (line sets) or ``points`` (point sets).
 
 Coordinates are stored as meshes store theirs: float32, relative to the
-set's centring offset (``bvh.triangles._centring_offset``), the offset kept
+set's centring offset (``bvh.builders.triangles._centring_offset``), the offset kept
 in float64 and folded into each object's inverse transform. Segments of zero
 length are kept: they are picked as points. The arrays as given (float64
 vertices, segments) are kept too, for answers and for saving.
@@ -256,5 +256,5 @@ def from_saved(arrays: dict) -> LinePointPack:
 
 
 def saved_arrays(pack: LinePointPack) -> dict:
-    """``{"lp_" + name: array}`` of ``pack``, for ``bvh.persistence.write_arrays``."""
+    """``{"lp_" + name: array}`` of ``pack``, for ``bvh.io.persistence.write_arrays``."""
     return {SAVED_PREFIX + name: getattr(pack, name) for name in ARRAY_NAMES}

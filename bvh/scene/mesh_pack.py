@@ -72,7 +72,7 @@ class MeshPack(NamedTuple):
         root box.
     mesh_cost : (K,) float64
         SAH cost of each mesh's four-wide tree when it was built
-        (``bvh.refit.wide_sah_cost``): a refit's cost is measured against it.
+        (``bvh.builders.refit.wide_sah_cost``): a refit's cost is measured against it.
     vertices : (V, 3) float64
         All meshes' vertices as given; mesh ``k`` owns ``vertex_start[k]:vertex_start[k+1]``.
     faces : (F, 3) int32
@@ -451,7 +451,7 @@ def refit_chunk(pack: MeshPack, mesh: int, vertices: np.ndarray) -> tuple[MeshCh
     Parameters
     ----------
     vertices : (V, 3) float64
-        From ``bvh.refit.check_refit_vertices``, one row per vertex of the mesh.
+        From ``bvh.builders.refit.check_refit_vertices``, one row per vertex of the mesh.
 
     Returns
     -------
@@ -465,7 +465,7 @@ def refit_chunk(pack: MeshPack, mesh: int, vertices: np.ndarray) -> tuple[MeshCh
     Raises
     ------
     ValueError
-        As ``bvh.refit.refit_tree``.
+        As ``bvh.builders.refit.refit_tree``.
     """
     inputs = mesh_inputs(pack, mesh)
     faces = inputs["faces"]

@@ -77,7 +77,7 @@ class MeshRegistry:
         self._extremes: dict[int, np.ndarray] = {}
         #: ``(pack, node_boxes (M, B, 6), exact_boxes (M, 1, 6))`` for :meth:`placement_boxes`.
         self._placement: tuple | None = None
-        #: ``(pack, bvh.alpha_bounds.tight_nodes(pack))`` of the last pack with alpha-tested faces.
+        #: ``(pack, bvh.builders.alpha_bounds.tight_nodes(pack))`` of the last pack with alpha-tested faces.
         self._tight: tuple | None = None
         #: ``(pack, dipoles)``: the winding number's per-node data of every
         #: packed tree (``bvh.queries.winding``), made on the first inside/outside

@@ -214,7 +214,7 @@ class SceneQueries:
         non-uniformly scaled or sheared instances. Shapes answer too: a
         sphere (exact under a rotation and uniform scale; an ellipsoid
         otherwise, by conservative advancement, see
-        ``bvh.sphere_cast._swept_ellipsoid``), a box, a quad, a polygon.
+        ``bvh.queries.sphere_cast._swept_ellipsoid``), a box, a quad, a polygon.
 
         Parameters
         ----------
@@ -369,7 +369,7 @@ class SceneQueries:
             the region (a point in common is enough), ``"window"`` only what
             lies entirely inside it: an object when all its triangles do, and
             in ``"triangles"`` mode only the triangles that do.
-        lasso : bvh.lasso.Lasso, optional
+        lasso : bvh.queries.lasso.Lasso, optional
             A camera's pixel polygon: the region is what lies between the
             camera's near and far planes and projects inside the polygon
             (:mod:`bvh.queries.lasso`), culled by ``planes``.

@@ -186,7 +186,7 @@ def _shape_normals(snap: Snapshot, objects: np.ndarray, origins: np.ndarray, dir
     +z for a quad, a polygon's plane normal.
     """
     inverse = snap.inverse[objects]
-    # The ray in object space, as bvh.scene_kernels._object_ray maps it.
+    # The ray in object space, as bvh.queries.scene_rays._object_ray maps it.
     local_origin = _apply_linear(inverse[:, :, :3], origins) + inverse[:, :, 3]
     local_direction = _apply_linear(inverse[:, :, :3], directions)
     local_point = local_origin + t[:, None] * local_direction

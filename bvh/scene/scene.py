@@ -437,7 +437,7 @@ class Scene(SceneQueries, SceneSaving):
             yield value
 
     def top_level_cost_ratio(self) -> float:
-        """SAH cost (``bvh.refit.wide_sah_cost``) of the top-level tree the
+        """SAH cost (``bvh.builders.refit.wide_sah_cost``) of the top-level tree the
         scene's queries use now over its cost when it was last built: 1.0
         after a build, moved by refits (see ``REBUILD_RATIO``, past which
         the next query builds it anew)."""

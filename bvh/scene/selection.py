@@ -163,7 +163,7 @@ def _shape_within(kind: int, data: np.ndarray, transform: np.ndarray, planes: np
     Notes
     -----
     The test runs in the shape's own space, where the planes have unit
-    normals (:func:`bvh.frustum.planes_to_object_space`), so each row's value
+    normals (:func:`bvh.queries.frustum.planes_to_object_space`), so each row's value
     is a signed distance: a sphere of radius ``r`` about the origin (an
     ellipsoid in the world) is inside when every plane's ``d >= r``; a box or
     a quad when all its corners are; a polygon when all its vertices are, as

@@ -140,7 +140,7 @@ class Snapshot(Recycled):
         return self.arrays._replace(enabled=enabled)
 
     def alpha(self, alpha_test: bool, alpha_cutoff: float) -> tuple:
-        """The alpha-tested leaf tests' tuple for a query (``bvh.alpha.ALPHA_FIELDS``):
+        """The alpha-tested leaf tests' tuple for a query (``bvh.queries.alpha.ALPHA_FIELDS``):
         testing off when the query turns it off or no face is alpha-tested."""
         return (alpha_test and self.has_alpha, alpha_cutoff) + self.alpha_arrays
 
@@ -155,7 +155,7 @@ class Snapshot(Recycled):
         return arrays, alpha
 
     def line_point_arrays(self) -> tuple[lines_points.LinePointArrays, np.ndarray]:
-        """The pick kernel's :class:`bvh.lines_points.LinePointArrays` and the
+        """The pick kernel's :class:`bvh.queries.lines_points.LinePointArrays` and the
         world box ``(6,)`` of the live objects (made on the first pick)."""
         if self._lp_arrays is None:
             lp, pack, kind = self.lp_pack, self.pack, self.kind

@@ -20,7 +20,7 @@ from ..walk.nodes import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, col
 from .recycling import Recycled, frozen
 
 #: A mesh whose refitted tree costs more than this times its cost when built
-#: (SAH, ``bvh.refit.wide_sah_cost``) is rebuilt in the background, the
+#: (SAH, ``bvh.builders.refit.wide_sah_cost``) is rebuilt in the background, the
 #: refitted tree answering until the new one is ready. Refitted trees of
 #: moderate deformations stay near 1.0-1.2 (measured on the bunny:
 #: ``bench.refit``); past about 1.5 the overlap of boxes grown by the motion
@@ -155,7 +155,7 @@ class TopLevel(Recycled):
 
 def _slot_costs(nodes: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """(R,) float64: each of ``rows``' share of the SAH sum of
-    ``bvh.refit.wide_sah_cost`` (area of each used slot times the top
+    ``bvh.builders.refit.wide_sah_cost`` (area of each used slot times the top
     level's traversal cost, or its intersection cost per object of a leaf),
     before the division by the root's area."""
     lo = nodes[rows, MIN_X:MAX_X].astype(np.float64).reshape(-1, 3, WIDTH)
@@ -171,7 +171,7 @@ def _slot_costs(nodes: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def _top_cost(nodes: np.ndarray, terms: np.ndarray) -> float:
-    """SAH cost of the top-level tree ``nodes``, as ``bvh.refit.wide_sah_cost``
+    """SAH cost of the top-level tree ``nodes``, as ``bvh.builders.refit.wide_sah_cost``
     defines it, from its rows' :func:`_slot_costs`."""
     total = float(terms.sum())
     if total == 0.0:
