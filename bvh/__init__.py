@@ -24,7 +24,7 @@ from .hits import (AllHits, ClosestPoints, Hits, SceneAllHits, SceneClosestPoint
 from .io.load import load, read_scene_description, supported_file_types
 from .io.materials import AlphaMaterial, MeshAlpha
 from .mesh_bvh import MeshBVH, build
-from .scene.scene import MeshInfo, ObjectInfo, ObjectRows, Scene, UnknownIdError
+from .scene import MeshInfo, ObjectInfo, ObjectRows, Scene, UnknownIdError
 from .builders.tree import Tree
 
 end_cache_scope()

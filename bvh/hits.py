@@ -13,8 +13,46 @@ import numpy as np
 PRIMITIVE_NAMES = ("triangle", "shape", "segment", "point")
 
 
-@dataclass(frozen=True)
-class Hits:
+def _columns(names: str, frozen: bool = True):
+    """Make the decorated class a dataclass whose fields are ``names``
+    (space-separated, in the constructor's order), each an ``np.ndarray``
+    of one row per ray, point or hit (its docstring gives their shapes)."""
+
+    def make(cls):
+        cls.__annotations__ = {name: np.ndarray for name in names.split()}
+        return dataclass(frozen=frozen)(cls)
+
+    return make
+
+
+class _Rows:
+    """What every result shares: one row per ray, point or hit, ``len()``
+    their number, and a first field that says what each row found (an id,
+    -1 for nothing; a ray index for the all-hits results)."""
+
+    def _first(self) -> np.ndarray:
+        return getattr(self, next(iter(self.__dataclass_fields__)))
+
+    def __len__(self) -> int:
+        return self._first().shape[0]
+
+
+class _Hits(_Rows):
+    @property
+    def hit(self) -> np.ndarray:
+        """(N,) bool: which rays (or swept spheres) hit something."""
+        return self._first() >= 0
+
+
+class _Found(_Rows):
+    @property
+    def found(self) -> np.ndarray:
+        """(N,) bool: which points have a surface within ``max_distance``."""
+        return self._first() >= 0
+
+
+@_columns("triangle t u v point normal front_face")
+class Hits(_Hits):
     """Closest hit of each of N rays.
 
     Attributes
@@ -36,25 +74,9 @@ class Hits:
         (``direction . normal < 0``); False on a miss.
     """
 
-    triangle: np.ndarray
-    t: np.ndarray
-    u: np.ndarray
-    v: np.ndarray
-    point: np.ndarray
-    normal: np.ndarray
-    front_face: np.ndarray
 
-    @property
-    def hit(self) -> np.ndarray:
-        """(N,) bool: which rays hit."""
-        return self.triangle >= 0
-
-    def __len__(self) -> int:
-        return self.triangle.shape[0]
-
-
-@dataclass(frozen=True)
-class AllHits:
+@_columns("ray t triangle u v point normal front_face")
+class AllHits(_Rows):
     """Every surface crossing of N rays, flat and sorted by ``(ray, t)``.
 
     Attributes
@@ -74,23 +96,12 @@ class AllHits:
         ``direction . normal < 0``, as in :class:`Hits`.
     """
 
-    ray: np.ndarray
-    t: np.ndarray
-    triangle: np.ndarray
-    u: np.ndarray
-    v: np.ndarray
-    point: np.ndarray
-    normal: np.ndarray
-    front_face: np.ndarray
-
-    def __len__(self) -> int:
-        return self.ray.shape[0]
-
 
 # Not frozen, unlike the others: a frozen dataclass sets each of its eleven
 # fields through object.__setattr__, a tenth of a one-ray pick's time.
-@dataclass
-class SceneHits:
+@_columns("object mesh triangle t u v point normal shading_normal uv front_face primitive set segment s point_index "
+          "distance", frozen=False)
+class SceneHits(_Hits):
     """Closest hit of each of N rays in a :class:`bvh.Scene`.
 
     Attributes
@@ -145,35 +156,9 @@ class SceneHits:
     normals NaN, ``front_face`` False.
     """
 
-    object: np.ndarray
-    mesh: np.ndarray
-    triangle: np.ndarray
-    t: np.ndarray
-    u: np.ndarray
-    v: np.ndarray
-    point: np.ndarray
-    normal: np.ndarray
-    shading_normal: np.ndarray
-    uv: np.ndarray
-    front_face: np.ndarray
-    primitive: np.ndarray
-    set: np.ndarray
-    segment: np.ndarray
-    s: np.ndarray
-    point_index: np.ndarray
-    distance: np.ndarray
 
-    @property
-    def hit(self) -> np.ndarray:
-        """(N,) bool: which rays hit."""
-        return self.object >= 0
-
-    def __len__(self) -> int:
-        return self.object.shape[0]
-
-
-@dataclass(frozen=True)
-class SceneAllHits:
+@_columns("ray t object mesh triangle u v point normal shading_normal uv front_face")
+class SceneAllHits(_Rows):
     """Every surface crossing of N rays in a scene, flat and sorted by ``(ray, t)``.
 
     The per-hit fields follow :class:`SceneHits` row for row, so a ray's
@@ -199,25 +184,9 @@ class SceneAllHits:
         ``direction . normal < 0``.
     """
 
-    ray: np.ndarray
-    t: np.ndarray
-    object: np.ndarray
-    mesh: np.ndarray
-    triangle: np.ndarray
-    u: np.ndarray
-    v: np.ndarray
-    point: np.ndarray
-    normal: np.ndarray
-    shading_normal: np.ndarray
-    uv: np.ndarray
-    front_face: np.ndarray
 
-    def __len__(self) -> int:
-        return self.ray.shape[0]
-
-
-@dataclass(frozen=True)
-class ClosestPoints:
+@_columns("triangle point distance u v normal")
+class ClosestPoints(_Found):
     """Nearest surface point of each of N query points on a mesh.
 
     Attributes
@@ -239,24 +208,9 @@ class ClosestPoints:
         degenerate face, which has no normal.
     """
 
-    triangle: np.ndarray
-    point: np.ndarray
-    distance: np.ndarray
-    u: np.ndarray
-    v: np.ndarray
-    normal: np.ndarray
 
-    @property
-    def found(self) -> np.ndarray:
-        """(N,) bool: which points have a surface within ``max_distance``."""
-        return self.triangle >= 0
-
-    def __len__(self) -> int:
-        return self.triangle.shape[0]
-
-
-@dataclass(frozen=True)
-class SceneClosestPoints:
+@_columns("object mesh triangle point distance u v normal shading_normal uv")
+class SceneClosestPoints(_Found):
     """Nearest surface point of each of N world points in a :class:`bvh.Scene`.
 
     Attributes
@@ -284,28 +238,9 @@ class SceneClosestPoints:
         shapes and for none.
     """
 
-    object: np.ndarray
-    mesh: np.ndarray
-    triangle: np.ndarray
-    point: np.ndarray
-    distance: np.ndarray
-    u: np.ndarray
-    v: np.ndarray
-    normal: np.ndarray
-    shading_normal: np.ndarray
-    uv: np.ndarray
 
-    @property
-    def found(self) -> np.ndarray:
-        """(N,) bool: which points have a surface within ``max_distance``."""
-        return self.object >= 0
-
-    def __len__(self) -> int:
-        return self.object.shape[0]
-
-
-@dataclass(frozen=True)
-class SphereHits:
+@_columns("triangle t point center normal u v")
+class SphereHits(_Hits):
     """First contact of a sphere swept along each of N rays, on a mesh.
 
     Attributes
@@ -333,25 +268,9 @@ class SphereHits:
         miss.
     """
 
-    triangle: np.ndarray
-    t: np.ndarray
-    point: np.ndarray
-    center: np.ndarray
-    normal: np.ndarray
-    u: np.ndarray
-    v: np.ndarray
 
-    @property
-    def hit(self) -> np.ndarray:
-        """(N,) bool: which casts touched something within ``[tmin, tmax]``."""
-        return self.triangle >= 0
-
-    def __len__(self) -> int:
-        return self.triangle.shape[0]
-
-
-@dataclass(frozen=True)
-class SceneSphereHits:
+@_columns("object mesh triangle t point center normal u v")
+class SceneSphereHits(_Hits):
     """First contact of a sphere swept along each of N world rays in a
     :class:`bvh.Scene`; distances are world distances under any affine
     transform.
@@ -378,27 +297,9 @@ class SceneSphereHits:
         Barycentrics of ``point`` in its face; NaN for a shape and on a miss.
     """
 
-    object: np.ndarray
-    mesh: np.ndarray
-    triangle: np.ndarray
-    t: np.ndarray
-    point: np.ndarray
-    center: np.ndarray
-    normal: np.ndarray
-    u: np.ndarray
-    v: np.ndarray
 
-    @property
-    def hit(self) -> np.ndarray:
-        """(N,) bool: which casts touched something."""
-        return self.object >= 0
-
-    def __len__(self) -> int:
-        return self.object.shape[0]
-
-
-@dataclass(frozen=True)
-class SceneContains:
+@_columns("inside object")
+class SceneContains(_Rows):
     """Which object of a scene holds each of N world points
     (``Scene.contains``).
 
@@ -421,15 +322,9 @@ class SceneContains:
         The object holding it, by the rule above; -1 for none.
     """
 
-    inside: np.ndarray
-    object: np.ndarray
 
-    def __len__(self) -> int:
-        return self.object.shape[0]
-
-
-@dataclass(frozen=True)
-class Selection:
+@_columns("object triangle")
+class Selection(_Rows):
     """What a frustum selection found.
 
     Attributes
@@ -441,12 +336,6 @@ class Selection:
         (an object appears once per triangle; shapes once, with -1); with
         ``mode="objects"``, -1.
     """
-
-    object: np.ndarray
-    triangle: np.ndarray
-
-    def __len__(self) -> int:
-        return self.object.shape[0]
 
 
 def face_normals(triangles: np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 import math
 import threading
+from operator import attrgetter
 from typing import Callable, NamedTuple
 
 import numba
@@ -140,21 +141,12 @@ class MeshBVH:
         """
         return self._arrays.start_tolerance
 
-    @property
-    def nodes(self) -> np.ndarray:
-        return self._arrays.nodes
-
-    @property
-    def triangles(self) -> np.ndarray:
-        return self._arrays.triangles
-
-    @property
-    def face_index(self) -> np.ndarray:
-        return self._arrays.face_index
-
-    @property
-    def offset(self) -> np.ndarray:
-        return self._arrays.offset
+    # The arrays of the tree as it is now (see the class's attributes), read
+    # from the one ``_arrays`` that a refit replaces whole.
+    nodes = property(attrgetter("_arrays.nodes"))
+    triangles = property(attrgetter("_arrays.triangles"))
+    face_index = property(attrgetter("_arrays.face_index"))
+    offset = property(attrgetter("_arrays.offset"))
 
     # ------------------------------------------------------------------ stats
     @property

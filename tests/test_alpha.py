@@ -147,7 +147,7 @@ def test_persistence_round_trip(tmp_path):
     after = opened.intersect(origins, directions)
     np.testing.assert_array_equal(after.object, before.object)
     np.testing.assert_array_equal(after.t, before.t)
-    pack = opened._committed_pack()
+    pack = opened._meshes.committed()
     # The masks are memory-mapped from the scene's files, like the rest of the pack.
     assert isinstance(pack.alpha_texels, np.memmap) or isinstance(pack.alpha_texels.base, np.memmap)
     assert pack.alpha_texels.dtype == np.uint8 and pack.alpha_texels.size == 6 * TEXELS * TEXELS

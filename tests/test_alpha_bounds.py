@@ -120,7 +120,7 @@ def _rays_at_texel_borders(vertices, faces, rng, count):
 def _ordinary(scene):
     """Queries of ``scene`` after this walk the ordinary boxes with alpha tested."""
     snap = scene._snapshot()
-    snap.tight_nodes = scene._committed_pack().nodes
+    snap.tight_nodes = scene._meshes.committed().nodes
 
 
 def test_tighter_boxes_change_no_answer():
@@ -156,7 +156,7 @@ def test_tighter_boxes_leave_out_transparent_corners():
     vertices, faces, alpha = _foliage(60, seed=11)
     scene = bvh.Scene()
     scene.add_instance(scene.add_mesh(vertices, faces, alpha=alpha))
-    pack = scene._committed_pack()
+    pack = scene._meshes.committed()
     tight = tight_nodes(pack)
     used = pack.nodes[:, MIN_X:MIN_X + 4] != EMPTY_MIN
     ordinary_extent = (pack.nodes[:, MAX_X:MAX_X + 4] - pack.nodes[:, MIN_X:MIN_X + 4])[used]
@@ -210,7 +210,7 @@ def test_scene_saved_before_the_rectangles_opens_with_them(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="bvh"):
         opened = bvh.Scene.open(tmp_path / "old")
     assert "saved without the alpha-tested faces' rectangles" in caplog.text
-    np.testing.assert_array_equal(opened._committed_pack().alpha_faces, scene._committed_pack().alpha_faces)
+    np.testing.assert_array_equal(opened._meshes.committed().alpha_faces, scene._meshes.committed().alpha_faces)
     rng = np.random.default_rng(3)
     origins, directions = _rays_at_texel_borders(vertices, faces, rng, 5_000)
     np.testing.assert_array_equal(opened.intersect(origins, directions).t, scene.intersect(origins, directions).t)

@@ -16,7 +16,7 @@ import trimesh
 from trimesh.transformations import rotation_matrix, translation_matrix
 
 import sample_meshes
-from bvh.io import load as loader
+from bvh.io import wording
 from bvh.io.load import SceneDescription, load, read_scene_description, supported_file_types
 from testkit.meshes import SHARED_MESHES, sample_mesh, shared_mesh
 
@@ -900,7 +900,7 @@ def test_more_obj_refusals(text, message):
     (RuntimeError("OFF file is missing the vertex/face count line"), "OFF file is missing the vertex/face count line"),
 ], ids=["numbers", "rows", "index", "struct", "layout", "utf-8", "no message", "trimesh's words"])
 def test_reasons_speak_of_the_file(error, reason):
-    assert loader._reason(error, "OFF") == reason
+    assert wording.reason(error, "OFF") == reason
 
 
 def test_load_names_the_single_unnamed_object():

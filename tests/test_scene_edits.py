@@ -12,7 +12,8 @@ import pytest
 
 import bvh
 from bvh.builders.refit import wide_sah_cost
-from bvh.scene.scene import PENDING_LIMIT, REBUILD_RATIO
+from bvh.scene.top_level import REBUILD_RATIO
+from bvh.scene.versions import PENDING_LIMIT
 
 from testkit.meshes import pick_rays, sample_mesh
 from testkit.reference.raycast import closest_hits
@@ -112,8 +113,8 @@ def test_moves_reuse_the_memory_of_snapshots_no_query_holds():
     scene._snapshot()
     _moves(rng, scene, 1)
     first = scene._snapshot()
-    addresses = [array.ctypes.data for array in (first.transform, first.bounds, first.inverse, first.top_nodes,
-                                                 first.top_cost_terms)]
+    addresses = [array.ctypes.data for array in (first.transform, first.bounds, first.inverse, first.top.nodes,
+                                                 first.top.cost_terms)]
     del first
     ids = np.array([info.id for info in scene.objects])
     step = np.eye(4)
@@ -122,17 +123,17 @@ def test_moves_reuse_the_memory_of_snapshots_no_query_holds():
         scene.set_transform(int(oid), step @ scene.object(int(oid)).transform)
         third = scene._snapshot()
     assert scene.top_level_builds == 1
-    assert [array.ctypes.data for array in (third.transform, third.bounds, third.inverse, third.top_nodes,
-                                            third.top_cost_terms)] == addresses
+    assert [array.ctypes.data for array in (third.transform, third.bounds, third.inverse, third.top.nodes,
+                                            third.top.cost_terms)] == addresses
     held = third
-    kept = [array.copy() for array in (held.transform, held.bounds, held.inverse, held.top_nodes,
-                                       held.top_cost_terms)]
+    kept = [array.copy() for array in (held.transform, held.bounds, held.inverse, held.top.nodes,
+                                       held.top.cost_terms)]
     origins, directions = pick_rays(flatten(scene)[0], 500, np.random.default_rng(11))
     with scene.pinned():
         before = scene.intersect(origins, directions)
         _moves(rng, scene, 12)
         _assert_same_hits(scene.intersect(origins, directions), before)
-    for array, copy in zip((held.transform, held.bounds, held.inverse, held.top_nodes, held.top_cost_terms), kept):
+    for array, copy in zip((held.transform, held.bounds, held.inverse, held.top.nodes, held.top.cost_terms), kept):
         assert np.array_equal(array.view(np.uint8), copy.view(np.uint8))
     _assert_same_hits(scene.intersect(origins, directions), _fresh(scene).intersect(origins, directions))
 
@@ -146,8 +147,8 @@ def test_moves_with_no_query_between_them_hold_one_entry_per_object():
     for k in range(3 * PENDING_LIMIT):
         oid = ids[k % len(ids)]
         scene.set_transform(oid, step @ scene.object(oid).transform)
-    assert len(scene._moved) <= PENDING_LIMIT
-    assert sum(part.size for part in scene._moved) <= len(ids) + PENDING_LIMIT
+    assert len(scene._versions.moved) <= PENDING_LIMIT
+    assert sum(part.size for part in scene._versions.moved) <= len(ids) + PENDING_LIMIT
     origins, directions = pick_rays(flatten(scene)[0], 300, np.random.default_rng(13))
     _assert_same_hits(scene.intersect(origins, directions), _fresh(scene).intersect(origins, directions))
     assert scene.top_level_builds == 1
@@ -157,18 +158,18 @@ def test_refitted_boxes_hold_every_moved_object():
     scene = _scene(count=120, seed=3)
     _moves(np.random.default_rng(4), scene, 30)
     snap = scene._snapshot()
-    nodes = snap.top_nodes
+    nodes = snap.top.nodes
     for info in scene.objects:
         if info.kind != "mesh":
             continue
         world = scene.mesh_vertices(info.mesh) @ info.transform[:3, :3].T + info.transform[:3, 3]
-        row, slot = snap.leaf_row[info.id], snap.leaf_slot[info.id]
+        row, slot = snap.top.leaf_row[info.id], snap.top.leaf_slot[info.id]
         lo = nodes[row, [slot, slot + 4, slot + 8]]
         hi = nodes[row, [slot + 12, slot + 16, slot + 20]]
         assert (lo <= world.min(axis=0)).all() and (hi >= world.max(axis=0)).all()
         # Each ancestor's slot holds its child row's boxes.
-        while snap.row_parent[row] >= 0:
-            parent, parent_slot = snap.row_parent[row], snap.row_parent_slot[row]
+        while snap.top.row_parent[row] >= 0:
+            parent, parent_slot = snap.top.row_parent[row], snap.top.row_parent_slot[row]
             assert (nodes[parent, [parent_slot + 4 * a for a in range(3)]] <= lo).all()
             assert (nodes[parent, [parent_slot + 12 + 4 * a for a in range(3)]] >= hi).all()
             row = parent
@@ -176,11 +177,11 @@ def test_refitted_boxes_hold_every_moved_object():
 
 def test_a_refit_to_the_same_transforms_gives_the_built_tree_bit_for_bit():
     scene = _scene(count=80, seed=5)
-    built = scene._snapshot().top_nodes.copy()
+    built = scene._snapshot().top.nodes.copy()
     ids = [info.id for info in scene.objects]
     scene.set_transforms(ids, np.stack([scene.object(oid).transform for oid in ids]))
     assert scene.top_level_builds == 1
-    assert np.array_equal(scene._snapshot().top_nodes.view(np.int32), built.view(np.int32))
+    assert np.array_equal(scene._snapshot().top.nodes.view(np.int32), built.view(np.int32))
     assert scene.top_level_cost_ratio() == 1.0
 
 
@@ -198,8 +199,8 @@ def test_the_tracked_cost_is_the_trees_sah_cost_and_a_degraded_tree_is_rebuilt()
         scene.set_transforms(chosen, np.stack([random_transform(rng, spread=60.0) for _ in chosen]))
         ratios.append(scene.top_level_cost_ratio())
         snap = scene._snapshot()
-        exact = wide_sah_cost(snap.top_nodes, snap.top_nodes.view(np.int32), 1.0, 1.0)
-        assert snap.top_cost == pytest.approx(exact, rel=1e-9)
+        exact = wide_sah_cost(snap.top.nodes, snap.top.nodes.view(np.int32), 1.0, 1.0)
+        assert snap.top.cost == pytest.approx(exact, rel=1e-9)
         assert ratios[-1] <= REBUILD_RATIO
     assert scene.top_level_builds > 1, "a refit past the ratio rebuilds"
     assert max(ratios) > 1.2
@@ -209,12 +210,12 @@ def test_the_tracked_cost_is_the_trees_sah_cost_and_a_degraded_tree_is_rebuilt()
 def test_masks_pickable_and_names_do_not_rebuild():
     scene = _scene(count=60, seed=8)
     scene._snapshot()
-    before = scene._snapshot().top_nodes
+    before = scene._snapshot().top.nodes
     scene.set_mask(3, 0b10)
     scene.set_pickable(4, False)
     scene.set_name(5, "renamed")
     snap = scene._snapshot()
-    assert scene.top_level_builds == 1 and snap.top_nodes is before
+    assert scene.top_level_builds == 1 and snap.top.nodes is before
     assert not snap.enabled[4] and snap.enabled[3] and snap.mask[3] == 0b10
     origins = np.array([scene.object(k).bounds.mean(axis=0) + [0.0, 0.0, 50.0] for k in (3, 4)])
     directions = np.tile([0.0, 0.0, -1.0], (2, 1))
@@ -442,8 +443,8 @@ def test_a_pinned_thread_answers_from_the_scene_as_the_block_began():
 
 
 def _placement_state(scene):
-    n = scene._count
-    return [array[:n].copy() for array in (scene._transform, scene._inverse, scene._bounds, scene._reported)]
+    table = scene._objects
+    return [array[:table.count].copy() for array in (table.transform, table.inverse, table.bounds, table.reported)]
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -459,9 +460,9 @@ def test_the_compiled_path_of_small_moves_places_objects_as_the_general_path(see
             # Axis-aligned turns and exact scales: answers with zeros and -0.0 in them.
             matrices[0, :3, :3] = [[0.0, 0.0, -2.0], [1.0, 0.0, 0.0], [0.0, 0.5, 0.0]]
         fast.set_transforms(chosen, matrices)
-        monkeypatch.setattr(bvh.scene.scene, "FAST_MOVES", 0)
+        monkeypatch.setattr(bvh.scene.objects, "FAST_MOVES", 0)
         general.set_transforms(chosen, matrices)
-        monkeypatch.setattr(bvh.scene.scene, "FAST_MOVES", 256)
+        monkeypatch.setattr(bvh.scene.objects, "FAST_MOVES", 256)
     for ours, theirs in zip(_placement_state(fast), _placement_state(general)):
         assert np.array_equal(ours, theirs) and np.array_equal(np.signbit(ours), np.signbit(theirs))
     origins, directions = pick_rays(flatten(fast)[0], 300, np.random.default_rng(seed))
@@ -487,7 +488,7 @@ def test_nearly_singular_moves_are_decided_by_the_singular_values():
 
 def test_the_bound_on_the_condition_number_never_accepts_what_the_svd_refuses():
     from bvh.builders.placement import _clearly_invertible
-    from bvh.scene.scene import MAX_CONDITION
+    from bvh.scene.checks import MAX_CONDITION
 
     rng = np.random.default_rng(5)
     for _ in range(3000):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import bvh
-from bvh.scene.scene import REBUILD_RATIO
+from bvh.scene.top_level import REBUILD_RATIO
 
 from testkit.meshes import pick_rays, sample_mesh
 from testkit.reference.raycast import closest_hits

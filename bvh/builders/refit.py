@@ -21,7 +21,7 @@ from numba import prange
 
 from .._jit import jit, jit_inline, jit_parallel
 from ..walk.nodes import aligned_empty
-from .triangles import _centring_offset, is_zero_area
+from .triangles import centring_offset, is_zero_area
 from ..validation import MAX_MESH_EXTENT, real_array
 from ..walk.nodes import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, WIDTH
 
@@ -371,7 +371,7 @@ def refit_tree(vertices: np.ndarray, used: np.ndarray, row_faces: np.ndarray, dr
     extent = float((hi - lo).max())
     if extent > MAX_MESH_EXTENT:
         raise ValueError(f"vertex coordinates span {extent:g}, more than float32 can hold ({MAX_MESH_EXTENT:g})")
-    offset = _centring_offset(lo, hi)
+    offset = centring_offset(lo, hi)
     triangles = aligned_empty((row_faces.shape[0], 9), np.float32)
     refitted = aligned_empty(nodes.shape, np.float32)
     refitted[:] = nodes

@@ -263,7 +263,7 @@ class GltfFile:
 
 
 def _glb_binary(data: bytes) -> bytes:
-    """The BIN chunk of a GLB whose chunks were checked (``bvh.loader._check_glb``)."""
+    """The BIN chunk of a GLB whose chunks were checked (``bvh.io.gltf.check_glb``)."""
     offset = _GLB_HEADER_BYTES
     while offset + 8 <= len(data):
         length, kind = struct.unpack_from("<II", data, offset)

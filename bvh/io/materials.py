@@ -148,7 +148,7 @@ class MeshAlpha(NamedTuple):
 
 
 class PackedAlpha(NamedTuple):
-    """One mesh's alpha rows, ready to append to a pack (:func:`bvh.mesh_pack.append`
+    """One mesh's alpha rows, ready to append to a pack (:func:`bvh.scene.mesh_pack.append`
     rebases ``face_material`` and the texel offsets).
 
     Attributes

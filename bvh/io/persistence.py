@@ -123,7 +123,7 @@ def write_arrays(directory, arrays: dict, metadata: dict, tokens: dict | None = 
         raise ValueError(f"metadata must be JSON-serialisable: {error}") from None
 
     _make_directory(directory)
-    with _writer_lock(directory):
+    with writer_lock(directory):
         previous = _previous_entries(directory)
         entries = {}
         created = []
@@ -278,7 +278,7 @@ def _make_directory(directory: Path) -> None:
 
 
 @contextmanager
-def _writer_lock(directory: Path):
+def writer_lock(directory: Path):
     """Hold the directory's writer lock; blocks while another writer holds it."""
     if fcntl is None:
         yield

@@ -4,13 +4,13 @@ the meshes' pack (:mod:`bvh.scene.mesh_pack`), so the pick kernels see plain arr
 A *line set* is vertices and segments (pairs of vertex indices), a *point
 set* is points; either is geometry, placed in the world by objects as a mesh
 is (``Scene.add_instance(lines=...)``). Each set gets its own BVH from the
-same builder as meshes (:func:`bvh.builder.binned_sah_build` sees only boxes
+same builder as meshes (:func:`bvh.builders.sah.binned_sah_build` sees only boxes
 and centroids: a segment's box is its endpoints', a point's is the point),
 collapsed to four-wide nodes. The nodes of every set share one array, their
 leaves pointing into ``segments`` (line sets) or ``points`` (point sets).
 
 Coordinates are stored as meshes store theirs: float32, relative to the
-set's centring offset (``bvh.triangles._centring_offset``), the offset kept
+set's centring offset (``bvh.builders.triangles.centring_offset``), the offset kept
 in float64 and folded into each object's inverse transform. Segments of zero
 length are kept: they are picked as points. The arrays as given (float64
 vertices, segments) are kept too, for answers and for saving.
@@ -23,10 +23,10 @@ import numpy as np
 from .._jit import MAX_DEPTH
 from ..builders.sah import binned_sah_build
 from ..builders.config import BuildConfig
-from .mesh_pack import COVER_BOXES, cover_boxes
-from ..walk.nodes import aligned_empty, collapse_to_wide, rebase
+from .mesh_pack import COVER_BOXES, aligned_concat, cover_boxes, freeze
+from ..walk.nodes import collapse_to_wide, rebase
 from ..shapes import LINES, POINTS
-from ..builders.triangles import _centring_offset
+from ..builders.triangles import centring_offset
 from ..validation import MAX_MESH_EXTENT, real_array
 
 #: Arrays of a pack, in the order they are saved (each under ``"lp_" + name``).
@@ -126,12 +126,6 @@ def empty_pack() -> LinePointPack:
         vertex_start=zero, edges=np.zeros((0, 2), np.int32), edge_start=zero.copy()))
 
 
-def freeze(pack: LinePointPack) -> LinePointPack:
-    for array in pack:
-        array.setflags(write=False)
-    return pack
-
-
 def _coordinates(name: str, value) -> np.ndarray:
     array = real_array(name, value).astype(np.float64)
     if array.ndim != 2 or array.shape[1] != 3 or array.shape[0] == 0:
@@ -192,7 +186,7 @@ def build_lines(vertices, segments, config: BuildConfig | None = None) -> SetChu
     vertices, segments = check_lines(vertices, segments)
     used = vertices[np.unique(segments)]
     lo, hi = used.min(axis=0), used.max(axis=0)
-    offset = _centring_offset(lo, hi)
+    offset = centring_offset(lo, hi)
     corners = (vertices[segments.reshape(-1)] - offset).astype(np.float32).reshape(-1, 6)
     return _build(LINES, corners, lo, hi, offset, vertices, segments.astype(np.int32), config or BuildConfig())
 
@@ -201,19 +195,9 @@ def build_points(points, config: BuildConfig | None = None) -> SetChunk:
     """Validate a point set (:func:`check_points`) and build its BVH."""
     points = check_points(points)
     lo, hi = points.min(axis=0), points.max(axis=0)
-    offset = _centring_offset(lo, hi)
+    offset = centring_offset(lo, hi)
     corners = (points - offset).astype(np.float32)
     return _build(POINTS, corners, lo, hi, offset, points, np.zeros((0, 2), np.int32), config or BuildConfig())
-
-
-def _aligned_concat(arrays: list[np.ndarray]) -> np.ndarray:
-    total = sum(a.shape[0] for a in arrays)
-    out = aligned_empty((total,) + arrays[0].shape[1:], arrays[0].dtype)
-    row = 0
-    for a in arrays:
-        out[row:row + a.shape[0]] = a
-        row += a.shape[0]
-    return out
 
 
 def append(pack: LinePointPack, chunks: list[SetChunk]) -> LinePointPack:
@@ -240,8 +224,8 @@ def append(pack: LinePointPack, chunks: list[SetChunk]) -> LinePointPack:
         roots.append(np.array([node_base], np.int32))
         node_base += chunk.nodes.shape[0]
     return freeze(LinePointPack(
-        nodes=_aligned_concat(node_parts), segments=_aligned_concat(segment_parts),
-        segment_index=np.concatenate(segment_index), points=_aligned_concat(point_parts),
+        nodes=aligned_concat(node_parts), segments=aligned_concat(segment_parts),
+        segment_index=np.concatenate(segment_index), points=aligned_concat(point_parts),
         point_index=np.concatenate(point_index),
         set_kind=np.concatenate([pack.set_kind, np.array([c.kind for c in chunks], np.int32)]),
         set_root=np.concatenate(roots),
@@ -272,5 +256,5 @@ def from_saved(arrays: dict) -> LinePointPack:
 
 
 def saved_arrays(pack: LinePointPack) -> dict:
-    """``{"lp_" + name: array}`` of ``pack``, for ``bvh.persistence.write_arrays``."""
+    """``{"lp_" + name: array}`` of ``pack``, for ``bvh.io.persistence.write_arrays``."""
     return {SAVED_PREFIX + name: getattr(pack, name) for name in ARRAY_NAMES}

@@ -72,7 +72,7 @@ class MeshPack(NamedTuple):
         root box.
     mesh_cost : (K,) float64
         SAH cost of each mesh's four-wide tree when it was built
-        (``bvh.refit.wide_sah_cost``): a refit's cost is measured against it.
+        (``bvh.builders.refit.wide_sah_cost``): a refit's cost is measured against it.
     vertices : (V, 3) float64
         All meshes' vertices as given; mesh ``k`` owns ``vertex_start[k]:vertex_start[k+1]``.
     faces : (F, 3) int32
@@ -157,7 +157,8 @@ def alpha_defaults(mesh_count: int) -> dict:
                 alpha_materials=np.zeros((0, MATERIAL_COLUMNS)), alpha_texels=np.zeros(0, np.uint8))
 
 
-def freeze(pack: MeshPack) -> MeshPack:
+def freeze(pack: tuple) -> tuple:
+    """``pack`` (a tuple of arrays: a mesh pack, a line and point pack) made read-only."""
     for array in pack:
         array.setflags(write=False)
     return pack
@@ -264,7 +265,9 @@ def build_chunk(vertices, faces, normals=None, uvs=None, source_face=None, confi
                      normals=normals, uvs=uvs, source_face=source_face, alpha=packed_alpha)
 
 
-def _aligned_concat(arrays: list[np.ndarray]) -> np.ndarray:
+def aligned_concat(arrays: list[np.ndarray]) -> np.ndarray:
+    """The rows of ``arrays`` one after the other, in an array aligned as
+    :func:`bvh.walk.nodes.aligned_empty` aligns node rows."""
     total = sum(a.shape[0] for a in arrays)
     out = aligned_empty((total,) + arrays[0].shape[1:], arrays[0].dtype)
     row = 0
@@ -305,8 +308,8 @@ def append(pack: MeshPack, chunks: list[MeshChunk]) -> MeshPack:
     uvs = [c.uvs if c.uvs is not None else np.zeros((c.vertices.shape[0], 2), np.float32) for c in chunks]
     alpha = _appended_alpha(pack, chunks)
     return freeze(MeshPack(
-        nodes=_aligned_concat(node_parts),
-        tris=_aligned_concat([pack.tris] + stacked("tris")),
+        nodes=aligned_concat(node_parts),
+        tris=aligned_concat([pack.tris] + stacked("tris")),
         face_index=np.concatenate([pack.face_index] + stacked("face_index")),
         mesh_root=np.concatenate(roots),
         mesh_offset=np.concatenate([pack.mesh_offset, np.stack(stacked("offset"))]),
@@ -448,7 +451,7 @@ def refit_chunk(pack: MeshPack, mesh: int, vertices: np.ndarray) -> tuple[MeshCh
     Parameters
     ----------
     vertices : (V, 3) float64
-        From ``bvh.refit.check_refit_vertices``, one row per vertex of the mesh.
+        From ``bvh.builders.refit.check_refit_vertices``, one row per vertex of the mesh.
 
     Returns
     -------
@@ -462,7 +465,7 @@ def refit_chunk(pack: MeshPack, mesh: int, vertices: np.ndarray) -> tuple[MeshCh
     Raises
     ------
     ValueError
-        As ``bvh.refit.refit_tree``.
+        As ``bvh.builders.refit.refit_tree``.
     """
     inputs = mesh_inputs(pack, mesh)
     faces = inputs["faces"]
@@ -490,10 +493,10 @@ def replace(pack: MeshPack, mesh: int, chunk: MeshChunk) -> MeshPack:
     tri_rows = slice(int(pack.tri_start[mesh]), int(pack.tri_start[mesh + 1]))
     node_shift = chunk.nodes.shape[0] - (node_rows.stop - node_rows.start)
     tri_shift = chunk.tris.shape[0] - (tri_rows.stop - tri_rows.start)
-    nodes = _aligned_concat([pack.nodes[:node_rows.start],
+    nodes = aligned_concat([pack.nodes[:node_rows.start],
                              rebase(chunk.nodes, node_rows.start, tri_rows.start),
                              rebase(pack.nodes[node_rows.stop:], node_shift, tri_shift)])
-    tris = _aligned_concat([pack.tris[:tri_rows.start], chunk.tris, pack.tris[tri_rows.stop:]])
+    tris = aligned_concat([pack.tris[:tri_rows.start], chunk.tris, pack.tris[tri_rows.stop:]])
     later = np.arange(pack.mesh_count) > mesh
     vertices = np.array(pack.vertices)
     vertices[pack.vertex_start[mesh]:pack.vertex_start[mesh + 1]] = chunk.vertices

@@ -478,14 +478,14 @@ class RemoteSceneStore(SceneStore):
         writer lock first, so a save running meanwhile cannot delete them.
         ``seq``: the journal number the save must hold (re-saved until it does).
         """
-        from bvh.io.persistence import _writer_lock
+        from bvh.io.persistence import writer_lock
 
         directory = stored.directory / SCENE_DIR
         aside = self.staging_dir / f"{os.getpid()}-checkpoint-{uuid.uuid4().hex}"
         aside.mkdir()
         try:
             while True:
-                with _writer_lock(directory):
+                with writer_lock(directory):
                     manifest = json.loads((directory / MANIFEST).read_bytes())
                     files = [entry["file"] for entry in manifest["arrays"].values()]
                     for file in files + [MANIFEST]:
