@@ -182,7 +182,7 @@ def test_parallel_mesh_build_is_the_serial_mesh(monkeypatch, numba_threads):
 def reference_triangles(vertices, faces):
     """``prepare_triangles`` in plain numpy: ``(offset, corners, face_index, boxes, centroids)``."""
     used = vertices[faces].reshape(-1, 3)
-    offset = triangles._centring_offset(used.min(axis=0), used.max(axis=0))
+    offset = triangles.centring_offset(used.min(axis=0), used.max(axis=0))
     corners = (vertices - offset).astype(np.float32)[faces].reshape(-1, 9)
     exact = corners.astype(np.float64).reshape(-1, 3, 3)
     # Products of differences of float32 values are exact in float64, so the

@@ -16,7 +16,7 @@ class TriangleData(NamedTuple):
     Attributes
     ----------
     offset : (3,) float64
-        The mesh's bounding-box centre, or zero (see ``_centring_offset``), subtracted from every vertex before the
+        The mesh's bounding-box centre, or zero (see ``centring_offset``), subtracted from every vertex before the
         cast to float32 so that a mesh far from the origin keeps its precision.
         Rays are moved by ``-offset`` before traversal.
     vertices : (T, 9) float32
@@ -37,7 +37,7 @@ class TriangleData(NamedTuple):
     centroids: np.ndarray
 
 
-def _centring_offset(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+def centring_offset(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """What to subtract from the vertices before rounding them to float32.
 
     A mesh far from the origin relative to its size is moved to around the
@@ -179,7 +179,7 @@ def prepare_triangles(vertices: np.ndarray, faces: np.ndarray) -> TriangleData:
     vertices : (V, 3) float64, finite
     faces : (F, 3) int64, indices in ``[0, V)``, F >= 1
     """
-    offset = _centring_offset(*used_bounds(vertices, faces))
+    offset = centring_offset(*used_bounds(vertices, faces))
     n = faces.shape[0]
     # Allocated by numpy, which asks Linux for huge pages, rather than in the
     # kernel: faulting in 4 KiB pages costs more than filling them.

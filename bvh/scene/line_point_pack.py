@@ -10,7 +10,7 @@ collapsed to four-wide nodes. The nodes of every set share one array, their
 leaves pointing into ``segments`` (line sets) or ``points`` (point sets).
 
 Coordinates are stored as meshes store theirs: float32, relative to the
-set's centring offset (``bvh.triangles._centring_offset``), the offset kept
+set's centring offset (``bvh.triangles.centring_offset``), the offset kept
 in float64 and folded into each object's inverse transform. Segments of zero
 length are kept: they are picked as points. The arrays as given (float64
 vertices, segments) are kept too, for answers and for saving.
@@ -26,7 +26,7 @@ from ..builders.config import BuildConfig
 from .mesh_pack import COVER_BOXES, cover_boxes
 from ..walk.nodes import aligned_empty, collapse_to_wide, rebase
 from ..shapes import LINES, POINTS
-from ..builders.triangles import _centring_offset
+from ..builders.triangles import centring_offset
 from ..validation import MAX_MESH_EXTENT, real_array
 
 #: Arrays of a pack, in the order they are saved (each under ``"lp_" + name``).
@@ -192,7 +192,7 @@ def build_lines(vertices, segments, config: BuildConfig | None = None) -> SetChu
     vertices, segments = check_lines(vertices, segments)
     used = vertices[np.unique(segments)]
     lo, hi = used.min(axis=0), used.max(axis=0)
-    offset = _centring_offset(lo, hi)
+    offset = centring_offset(lo, hi)
     corners = (vertices[segments.reshape(-1)] - offset).astype(np.float32).reshape(-1, 6)
     return _build(LINES, corners, lo, hi, offset, vertices, segments.astype(np.int32), config or BuildConfig())
 
@@ -201,7 +201,7 @@ def build_points(points, config: BuildConfig | None = None) -> SetChunk:
     """Validate a point set (:func:`check_points`) and build its BVH."""
     points = check_points(points)
     lo, hi = points.min(axis=0), points.max(axis=0)
-    offset = _centring_offset(lo, hi)
+    offset = centring_offset(lo, hi)
     corners = (points - offset).astype(np.float32)
     return _build(POINTS, corners, lo, hi, offset, points, np.zeros((0, 2), np.int32), config or BuildConfig())
 
