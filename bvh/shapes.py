@@ -20,7 +20,7 @@ into one float64 row of the scene's ``shape_data``; for a polygon:
 import numpy as np
 
 from ._jit import FAR, jit, jit_inline
-from .primitives.rays import PARALLEL_COS, _crossings, _plane_one, _slabs_one, _sphere_one, polygon_plane
+from .primitives.rays import PARALLEL_COS, crossings_inside, plane_one, polygon_plane, slabs_one, sphere_one
 from .validation import real_array
 
 MESH = 0
@@ -101,7 +101,7 @@ def shape_hit(kind, data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull):
     quad or polygon) are ignored.
     """
     if kind == SPHERE:
-        t = _sphere_one(ox, oy, oz, dx, dy, dz, 0.0, 0.0, 0.0, data[start], tmin, tmax)
+        t = sphere_one(ox, oy, oz, dx, dy, dz, 0.0, 0.0, 0.0, data[start], tmin, tmax)
         if t == FAR:
             return NO_HIT, 0.0, 0.0, 0.0
         nx = ox + t * dx
@@ -114,7 +114,7 @@ def shape_hit(kind, data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull):
         hx = data[start]
         hy = data[start + 1]
         hz = data[start + 2]
-        t_near, axis_near, t_far, axis_far = _slabs_one(ox, oy, oz, dx, dy, dz, -hx, -hy, -hz, hx, hy, hz)
+        t_near, axis_near, t_far, axis_far = slabs_one(ox, oy, oz, dx, dy, dz, -hx, -hy, -hz, hx, hy, hz)
         if t_near > t_far:
             return NO_HIT, 0.0, 0.0, 0.0
         # Entering, the face normal points against the ray; leaving, along it.
@@ -148,7 +148,7 @@ def shape_hit(kind, data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull):
         nz = data[start + 5]
         if cull and nx * dx + ny * dy + nz * dz >= 0.0:
             return NO_HIT, 0.0, 0.0, 0.0
-        t = _plane_one(ox, oy, oz, dx, dy, dz, data[start], data[start + 1], data[start + 2], nx, ny, nz,
+        t = plane_one(ox, oy, oz, dx, dy, dz, data[start], data[start + 1], data[start + 2], nx, ny, nz,
                        tmin, tmax)
         if t == FAR:
             return NO_HIT, 0.0, 0.0, 0.0
@@ -161,7 +161,7 @@ def shape_hit(kind, data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull):
         h1 = hz if drop != 2 else hy
         xs = data[start + 8:start + 8 + m]
         ys = data[start + 8 + m:start + 8 + 2 * m]
-        if not _crossings(h0, h1, xs, ys):
+        if not crossings_inside(h0, h1, xs, ys):
             return NO_HIT, 0.0, 0.0, 0.0
         return t, nx, ny, nz
     return NO_HIT, 0.0, 0.0, 0.0

@@ -28,7 +28,7 @@ from numba import prange
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from ..walk.borrow import borrowed, frame_array
 from .ray_triangle import triangle_edges
-from ..primitives.rays import _crossings
+from ..primitives.rays import crossings_inside
 from ..shapes import BOX, QUAD, SPHERE
 from ..walk.traversal import (make_instance_walk, make_traversal, new_stack, object_point_setup, point_setup,
                         visit_point)
@@ -387,7 +387,7 @@ def _polygon(consts, record, shape_data, start, px, py, pz, obj, tmax):
     u = lfy if axis == 0 else lfx
     v = lfy if axis == 2 else lfz
     kept = False
-    if _crossings(u, v, xs, ys):
+    if crossings_inside(u, v, xs, ys):
         if height * height <= tmax:
             tmax, kept = _keep_nearer(record, height * height, 0.0, 0.0, -1, obj, tmax, fx, fy, fz)
     else:

@@ -42,7 +42,7 @@ an affine map keeps the ray parameter.
 Shapes: a sphere under a similarity is sphere against spherical shell
 (exact); a box's and a quad's faces are triangles mapped to the world; a
 polygon is its plane (the foot's inside test in object space, with
-``_crossings``) and capsules on its outline. A sphere shape under a
+``crossings_inside``) and capsules on its outline. A sphere shape under a
 non-uniform map is an ellipsoid, approached by conservative advancement
 (sphere tracing: the distance to a surface is 1-Lipschitz along a unit-speed
 ray, so stepping by it never passes a contact; Hart, "Sphere tracing", 1996)
@@ -60,7 +60,7 @@ from ..walk.borrow import borrowed, frame_array
 from .closest_point import (NEAR_D2, NEAR_NORMAL, NEAR_OBJECT, NEAR_POINT, _ellipsoid, _lift, _mapped, _near_record,
                             _normal_to_world, _to_object, closest_on_triangle)
 from .ray_triangle import EDGE_TOLERANCE, triangle_edges
-from ..primitives.rays import _crossings
+from ..primitives.rays import crossings_inside
 from ..shapes import BOX, QUAD, SPHERE
 from ..walk.traversal import (make_instance_walk, make_traversal, new_stack, object_point_setup, object_ray_setup,
                         point_setup, ray_setup, safe_reciprocal, visit_swept)
@@ -561,7 +561,7 @@ def _polygon(world, record, window, tmax, shape_data, start, obj):
         fx, fy, fz = s * dx - lift * wnx, s * dy - lift * wny, s * dz - lift * wnz
         lfx, lfy, lfz = _to_object(world, fx, fy, fz)
         lfx, lfy, lfz = lfx + world[0], lfy + world[1], lfz + world[2]
-        if _crossings(lfy if axis == 0 else lfx, lfy if axis == 2 else lfz, xs, ys):
+        if crossings_inside(lfy if axis == 0 else lfx, lfy if axis == 2 else lfz, xs, ys):
             t = _keep(record, window, s, np.nan, np.nan, fx, fy, fz, wnx, wny, wnz, -1, obj)
             return t if t >= 0.0 else tmax
     if r == 0.0:
