@@ -99,14 +99,14 @@ def boxes_in_frustum_parallel(bounds, planes, out):
 
 @jit_inline
 def _clip_scratch(n_planes):
-    """The scratch of :func:`_triangle_inside` for ``n_planes`` planes:
+    """The scratch of :func:`triangle_inside` for ``n_planes`` planes:
     ``(cuts, poly, other, dist)``, allocated once per task, not per triangle."""
     return (np.empty(n_planes, np.bool_), np.empty((3 + n_planes, 3)), np.empty((3 + n_planes, 3)),
             np.empty(3 + n_planes))
 
 
 @jit_inline
-def _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
+def triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
     """Whether triangle ``f`` has a point inside every plane.
 
     ``cuts (P,) bool``, ``poly`` and ``other (3 + P, 3)`` and ``dist (3 + P,)``
@@ -203,7 +203,7 @@ def triangles_in_frustum_serial(vertices, faces, planes, out):
     n_planes = planes.shape[0]
     cuts, poly, other, dist = _clip_scratch(n_planes)
     for f in range(faces.shape[0]):
-        out[f] = _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist)
+        out[f] = triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist)
 
 
 @jit_parallel
@@ -215,7 +215,7 @@ def triangles_in_frustum_parallel(vertices, faces, planes, out):
     for block in prange((n + BLOCK - 1) // BLOCK):
         cuts, poly, other, dist = _clip_scratch(n_planes)
         for f in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
-            out[f] = _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist)
+            out[f] = triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist)
 
 
 @jit
@@ -224,7 +224,7 @@ def any_triangle_in_frustum_serial(vertices, faces, planes):
     n_planes = planes.shape[0]
     cuts, poly, other, dist = _clip_scratch(n_planes)
     for f in range(faces.shape[0]):
-        if _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
+        if triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
             return True
     return False
 
@@ -243,7 +243,7 @@ def any_triangle_in_frustum_parallel(vertices, faces, planes, found):
             continue
         cuts, poly, other, dist = _clip_scratch(n_planes)
         for f in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
-            if _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
+            if triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
                 found[0] = True
                 break
 
@@ -319,7 +319,7 @@ def _object_meets(vertices, faces, planes, window, cuts, poly, other, dist):
         if window:
             if not _triangle_within(vertices, faces, f, planes):
                 return False
-        elif _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
+        elif triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
             return True
     return window
 

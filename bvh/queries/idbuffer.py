@@ -17,7 +17,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit_parallel
-from ..camera import Camera, _perspective_rays, pixel_centers
+from ..camera import Camera, perspective_rays, pixel_centers
 from .scene_rays import _closest_block
 
 
@@ -75,7 +75,7 @@ def id_buffer_parallel(scene, alpha, width, height, eye, ray_map, origins, direc
         The image; pixel ``i`` is ``(i % width, i // width)``.
     eye : (3,) float64
     ray_map : (3, 4) float64
-        A perspective camera's rays (see ``bvh.camera._perspective_rays``),
+        A perspective camera's rays (see ``bvh.camera.perspective_rays``),
         used when ``origins`` is empty.
     origins, directions : (N, 3) or (0, 3) float64
         The rays of every pixel, given (an orthographic camera's), or none.
@@ -106,7 +106,7 @@ def id_buffer_parallel(scene, alpha, width, height, eye, ray_map, origins, direc
                 pixels[i, 1] = (start + i) // width + 0.5
             block_origins = np.empty((m, 3))
             block_directions = np.empty((m, 3))
-            _perspective_rays(pixels, float(width), float(height), eye, ray_map, block_origins, block_directions)
+            perspective_rays(pixels, float(width), float(height), eye, ray_map, block_origins, block_directions)
         # The walk's world outputs, per block: a block's worth stays in
         # cache, and the image's arrays are written once.
         obj = np.empty(m, np.int64)

@@ -65,7 +65,7 @@ import numpy as np
 from .._jit import jit, jit_inline
 from .closest_point import NEAR_D2, NEAR_OBJECT, NEAR_RECORD, _ellipsoid, _lift, _mapped, _to_object, \
     closest_on_triangle
-from .frustum import _triangle_inside, check_planes
+from .frustum import check_planes, triangle_inside
 from .ray_triangle import triangle_edges
 from ..walk.nodes import CHILD_COUNT, CHILD_FIRST, MAX_X, MAX_Y, MAX_Z, MIN_X, MIN_Y, MIN_Z, ROW, WIDTH
 from ..primitives import _validate as check
@@ -566,7 +566,7 @@ def triangle_overlaps(record, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, scratch)
     corners[1, 0], corners[1, 1], corners[1, 2] = ax + e1x, ay + e1y, az + e1z
     corners[2, 0], corners[2, 1], corners[2, 2] = ax + e2x, ay + e2y, az + e2z
     planes = record[Q_HEAD:Q_HEAD + 4 * count].reshape((count, 4))
-    return _triangle_inside(corners, face, 0, planes, cuts, poly, other, dist)
+    return triangle_inside(corners, face, 0, planes, cuts, poly, other, dist)
 
 
 @jit
