@@ -49,8 +49,12 @@ BLOCK = 2048
 #: event rarely has more than a few hundred.
 MAX_POINTS = 10_000
 
-#: Vertices of a triangle clipped by the near and far planes: each adds at most one.
-_CLIPPED = 5
+#: Room for a triangle clipped by the near and far planes. Each plane adds
+#: at most one vertex to a convex polygon (5), but rounding may leave the
+#: quadrilateral of the first cut a sliver the second crosses four times:
+#: a clip keeps its vertices on the inside and adds one per sign change,
+#: at most 2 + 4 for four vertices, so 6 rows are never overrun.
+_CLIPPED = 6
 
 
 # ------------------------------------------------------------------ kernels
@@ -135,8 +139,8 @@ def _face_test(vertices, faces, f, matrix, polygon, box, window, clip, other, ou
 
     ``matrix (4, 4)``: the face's space to sign-normalised clip space;
     ``polygon (n, 2)``: the lasso in NDC; ``box (4,)``: its bounds
-    ``xmin, ymin, xmax, ymax``; ``clip``, ``other (5, 4)``, ``outline (5, 2)``
-    and ``dist (5,)`` are scratch.
+    ``xmin, ymin, xmax, ymax``; ``clip``, ``other (6, 4)``, ``outline (6, 2)``
+    and ``dist (6,)`` are scratch.
     """
     for corner in range(3):
         v = faces[f, corner]
