@@ -76,9 +76,8 @@ from numba import prange
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from ..walk.borrow import borrowed
 from .closest_point import _mapped
-from .ray_triangle import HIT_T
-from .scene_rays import (_closest_mesh_leaf, _closest_shape_leaf, _finish_closest, _hit_record, _keep_hit,
-                            _start_hit)
+from .ray_triangle import HIT_T, hit_record
+from .scene_rays import _closest_mesh_leaf, _closest_shape_leaf, _finish_closest, _keep_hit, _start_hit
 from ..walk.traversal import (make_instance_step, new_stack, object_point_setup, object_ray_setup, point_setup, ray_setup,
                         visit_swept)
 
@@ -458,8 +457,8 @@ def _pick_block(scene, lp, alpha, origins, directions, tolerances, box, tmin, tm
     # (bvh.scene_kernels._closest_block).
     first_a, count_a, t_a = new_stack()
     first_b, count_b, t_b = new_stack()
-    hit_a = _hit_record()
-    hit_b = _hit_record()
+    hit_a = hit_record()
+    hit_b = hit_record()
     ray_a = start
     out_a = (hit_a, cull, alpha, records[ray_a])
     window_a, consts_a = _start_pick(hit_a, out_a[3], tmin, tmax, tolerances, box, origins, directions, ray_a)

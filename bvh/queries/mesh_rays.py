@@ -16,7 +16,7 @@ from numba import prange
 
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from .ray_triangle import (HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V, any_hit_leaf, closest_hit_leaf, collect_hits_leaf,
-                         count_hits_leaf, triangle_edges)
+                           count_hits_leaf, share_vertex, sort_hits, triangle_edges)
 from ..walk.traversal import make_step, make_traversal, new_stack, ray_setup
 
 _closest_step = make_step(closest_hit_leaf)
@@ -209,16 +209,6 @@ def count_hits_parallel(nodes, links, tris, offset, origins, directions, tmin, t
 
 
 @jit
-def _share_vertex(tris, j, k):
-    for a in range(3):
-        for b in range(3):
-            if (tris[j, 3 * a] == tris[k, 3 * b] and tris[j, 3 * a + 1] == tris[k, 3 * b + 1]
-                    and tris[j, 3 * a + 2] == tris[k, 3 * b + 2]):
-                return True
-    return False
-
-
-@jit
 def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end,
                    starts, cursor, rows, ts, us, vs, keep, merge_length, max_hits):
     stack_first, stack_count, stack_t = new_stack()
@@ -233,23 +223,7 @@ def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, 
                  tmin, tmax, i, out, stack_first, stack_count, stack_t)
         lo = starts[i]
         hi = cursor[i]
-        # Insertion sort of this ray's hits by t: segments are short.
-        for j in range(lo + 1, hi):
-            tj = ts[j]
-            rj = rows[j]
-            uj = us[j]
-            vj = vs[j]
-            m = j - 1
-            while m >= lo and ts[m] > tj:
-                ts[m + 1] = ts[m]
-                rows[m + 1] = rows[m]
-                us[m + 1] = us[m]
-                vs[m + 1] = vs[m]
-                m -= 1
-            ts[m + 1] = tj
-            rows[m + 1] = rj
-            us[m + 1] = uj
-            vs[m + 1] = vj
+        sort_hits(lo, hi, ts, (rows, us, vs))
         # A ray through a shared edge or vertex meets the faces around it at
         # the same point: one crossing of the surface, reported once. Of the
         # crossings, the first max_hits (nearest first) are kept.
@@ -258,7 +232,8 @@ def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, 
         crossings = 0
         for j in range(lo, hi):
             keep[j] = True
-            if kept >= 0 and (ts[j] - ts[kept]) * length <= merge_length and _share_vertex(tris, rows[j], rows[kept]):
+            if (kept >= 0 and (ts[j] - ts[kept]) * length <= merge_length
+                    and share_vertex(flat_tris, rows[j], rows[kept])):
                 keep[j] = False
             else:
                 kept = j

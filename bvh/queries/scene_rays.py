@@ -23,7 +23,8 @@ from numba import prange
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from .alpha import any_hit_leaf_alpha, closest_hit_leaf_alpha, collect_hits_leaf_alpha, count_hits_leaf_alpha
 from ..walk.borrow import borrowed, frame_array
-from .ray_triangle import HIT_NORMAL, HIT_OBJECT, HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V, triangle_edges
+from .ray_triangle import (HIT_NORMAL, HIT_OBJECT, HIT_ROW, HIT_T, HIT_U, HIT_V, hit_record, share_vertex, sort_hits,
+                           triangle_edges)
 from ..shapes import MESH, NO_HIT, next_after, shape_hit
 from ..walk.traversal import make_instance_step, make_instance_walk, new_stack, object_ray, ray_setup
 
@@ -80,8 +81,6 @@ class SceneArrays(NamedTuple):
     mesh_scale: np.ndarray
 
 
-_hit_record = frame_array(HIT_RECORD, np.float64)
-
 #: Hits of one ray on one object closer than this fraction of the mesh's
 #: size, on faces sharing a vertex, are one crossing of the surface.
 MERGE_FRACTION = 1.0e-9
@@ -101,7 +100,7 @@ def _closest_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
     ox, oy, oz, dx, dy, dz = consts[:6]
     hit = out[0]
     row, t = hit[HIT_ROW], hit[HIT_T]
-    tmax, stop = closest_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, hit, out[1],
+    tmax, stop = closest_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, (hit, out[1]),
                                         out[2], obj)
     # Two instances of one mesh share its rows: a new hit changes t or row.
     if hit[HIT_ROW] != row or hit[HIT_T] != t:
@@ -128,7 +127,7 @@ def _closest_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, o
 @jit_inline
 def _any_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
     ox, oy, oz, dx, dy, dz = consts[:6]
-    return any_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out[0], out[1], obj)
+    return any_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, (out[0],), out[1], obj)
 
 
 @jit_inline
@@ -144,7 +143,8 @@ def _any_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
 @jit_inline
 def _count_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
     ox, oy, oz, dx, dy, dz = consts[:6]
-    return count_hits_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out[0], out[1], obj)
+    return count_hits_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, (out[0],), out[1],
+                                 obj)
 
 
 @jit_inline
@@ -320,8 +320,8 @@ def _closest_block(scene, alpha, origins, directions, tmin, tmax, cull, start, e
     # dependent loads, and the other's step overlaps it.
     first_a, count_a, t_a = new_stack()
     first_b, count_b, t_b = new_stack()
-    hit_a = _hit_record()
-    hit_b = _hit_record()
+    hit_a = hit_record()
+    hit_b = hit_record()
     out_a = (hit_a, cull, alpha)
     out_b = (hit_b, cull, alpha)
     for chunk in range(start, end, RAY_BLOCK):
@@ -391,7 +391,7 @@ def closest_hits_serial(scene, alpha, origins, directions, tmin, tmax, cull, out
     hit_object, hit_row = np.empty(n, np.int32), np.empty(n, np.int32)
     hit_t, hit_u, hit_v, hit_normal = np.empty(n), np.empty(n), np.empty(n), np.empty(3 * n)
     stack_first, stack_count, stack_t = new_stack()
-    hit = _hit_record()
+    hit = hit_record()
     out = (hit, cull, alpha)
     for i in range(n):
         _start_hit(hit)
@@ -463,17 +463,6 @@ def count_hits_parallel(scene, alpha, origins, directions, tmin, tmax, counts):
         _count_block(scene, alpha, origins, directions, tmin, tmax, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), counts)
 
 
-@jit_inline
-def _share_vertex(tris, j, k):
-    """Whether packed triangle rows ``j`` and ``k`` have a vertex in common."""
-    for a in range(3):
-        for b in range(3):
-            if (tris[j * 9 + 3 * a] == tris[k * 9 + 3 * b] and tris[j * 9 + 3 * a + 1] == tris[k * 9 + 3 * b + 1]
-                    and tris[j * 9 + 3 * a + 2] == tris[k * 9 + 3 * b + 2]):
-                return True
-    return False
-
-
 @jit
 def _collect_block(scene, alpha, origins, directions, tmin, tmax, start, end, starts, cursor, rows, ts, us, vs, objects,
                    keep):
@@ -491,26 +480,7 @@ def _collect_block(scene, alpha, origins, directions, tmin, tmax, start, end, st
                       origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
         lo = starts[i]
         hi = cursor[i]
-        # Insertion sort of this ray's hits by t: segments are short.
-        for j in range(lo + 1, hi):
-            tj = ts[j]
-            rj = rows[j]
-            uj = us[j]
-            vj = vs[j]
-            oj = objects[j]
-            m = j - 1
-            while m >= lo and ts[m] > tj:
-                ts[m + 1] = ts[m]
-                rows[m + 1] = rows[m]
-                us[m + 1] = us[m]
-                vs[m + 1] = vs[m]
-                objects[m + 1] = objects[m]
-                m -= 1
-            ts[m + 1] = tj
-            rows[m + 1] = rj
-            us[m + 1] = uj
-            vs[m + 1] = vj
-            objects[m + 1] = oj
+        sort_hits(lo, hi, ts, (rows, us, vs, objects))
         # A ray through an edge or vertex shared by faces of one object meets
         # them at one point: one crossing of the surface, reported once.
         kept = -1
@@ -522,7 +492,7 @@ def _collect_block(scene, alpha, origins, directions, tmin, tmax, start, end, st
                                                           directions[i, 1], directions[i, 2])
                 length = math.sqrt(ldx * ldx + ldy * ldy + ldz * ldz)
                 if ((ts[j] - ts[kept]) * length <= MERGE_FRACTION * mesh_scale[mesh_of[o]]
-                        and _share_vertex(tris, rows[j], rows[kept])):
+                        and share_vertex(tris, rows[j], rows[kept])):
                     keep[j] = False
                     continue
             kept = j
