@@ -90,6 +90,28 @@ def make_shape(kind: str, **params) -> tuple[int, np.ndarray, dict, np.ndarray]:
     return POLYGON, data, {"vertices": vertices.tolist()}, np.stack([vertices.min(axis=0), vertices.max(axis=0)])
 
 
+@jit_inline
+def polygon_row(data, start):
+    """A polygon's parameters, ``data[start:]``: ``(qx, qy, qz, nx, ny, nz,
+    drop, xs, ys)``, a point of its plane, its unit normal, the dropped axis
+    and the outline's two kept coordinates (``(M,)`` views each)."""
+    m = int(data[start + 7])
+    return (data[start], data[start + 1], data[start + 2], data[start + 3], data[start + 4], data[start + 5],
+            int(data[start + 6]), data[start + 8:start + 8 + m], data[start + 8 + m:start + 8 + 2 * m])
+
+
+@jit_inline
+def polygon_point(drop, u, v, qx, qy, qz, nx, ny, nz):
+    """The point of the polygon's plane (through ``q``, normal ``n``) whose
+    two kept coordinates are ``u, v``, the dropped one from the plane's
+    equation."""
+    if drop == 0:
+        return qx - (ny * (u - qy) + nz * (v - qz)) / nx, u, v
+    if drop == 1:
+        return u, qy - (nx * (u - qx) + nz * (v - qz)) / ny, v
+    return u, v, qz - (nx * (u - qx) + ny * (v - qy)) / nz
+
+
 @jit
 def shape_hit(kind, data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull):
     """Nearest hit in ``[tmin, tmax]`` of an object-space ray with a shape.
@@ -143,24 +165,17 @@ def shape_hit(kind, data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull):
             return NO_HIT, 0.0, 0.0, 0.0
         return t, 0.0, 0.0, 1.0
     if kind == POLYGON:
-        nx = data[start + 3]
-        ny = data[start + 4]
-        nz = data[start + 5]
+        qx, qy, qz, nx, ny, nz, drop, xs, ys = polygon_row(data, start)
         if cull and nx * dx + ny * dy + nz * dz >= 0.0:
             return NO_HIT, 0.0, 0.0, 0.0
-        t = plane_one(ox, oy, oz, dx, dy, dz, data[start], data[start + 1], data[start + 2], nx, ny, nz,
-                       tmin, tmax)
+        t = plane_one(ox, oy, oz, dx, dy, dz, qx, qy, qz, nx, ny, nz, tmin, tmax)
         if t == FAR:
             return NO_HIT, 0.0, 0.0, 0.0
-        drop = int(data[start + 6])
-        m = int(data[start + 7])
         hx = ox + t * dx
         hy = oy + t * dy
         hz = oz + t * dz
         h0 = hx if drop != 0 else hy
         h1 = hz if drop != 2 else hy
-        xs = data[start + 8:start + 8 + m]
-        ys = data[start + 8 + m:start + 8 + 2 * m]
         if not crossings_inside(h0, h1, xs, ys):
             return NO_HIT, 0.0, 0.0, 0.0
         return t, nx, ny, nz

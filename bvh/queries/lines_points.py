@@ -75,21 +75,22 @@ from numba import prange
 
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from ..walk.borrow import borrowed
-from .closest_point import _mapped
 from .ray_triangle import HIT_T, hit_record
 from .scene_rays import _closest_mesh_leaf, _closest_shape_leaf, _finish_closest, _keep_hit, _start_hit
-from ..walk.traversal import (make_instance_step, new_stack, object_point_setup, object_ray_setup, point_setup, ray_setup,
-                        visit_swept)
+from ..walk.space import (PICK_DX, PICK_DY, PICK_DZ, PICK_LINE_SLOPE, PICK_LINE_TOL, PICK_POINT_SLOPE,
+                          PICK_POINT_TOL, PICK_T_CAP, PICK_TMAX, PICK_TMIN, SWEPT_SLACK, SWEPT_WORLD, TREE_KIND,
+                          object_swept_setup, swept_setup, world_offset)
+from ..walk.traversal import make_instance_step, visit_swept
 
-#: Kinds of tree a walk is in, told by the setups (``consts[16]``).
+#: Kinds of tree a walk is in, told by the setups (``consts[TREE_KIND]``).
 WORLD_TREE, MESH_TREE, LINE_TREE, POINT_TREE = 0, 1, 2, 3
 
 #: Kinds of primitive a scene hit reports (``SceneHits.primitive``).
 MISS, TRIANGLE, SHAPE, SEGMENT, POINT = -1, 0, 1, 2, 3
 
-#: Grows the node bound's radius by a few parts in 1e12, as the sphere
-#: cast's ``SWEEP_SLACK``: more than the roundings of the bound.
-RADIUS_SLACK = 1.0 + 4.0e-12
+#: Grows the node bound's radius by a few parts in 1e12, as the swept
+#: setups do: more than the roundings of the bound.
+RADIUS_SLACK = SWEPT_SLACK
 
 #: A parallel ray and segment: ``(d.d)(e.e) - (d.e)^2`` below this fraction
 #: of ``(d.d)(e.e)`` (the sine squared of their angle) is treated as zero.
@@ -149,31 +150,30 @@ class LinePointArrays(NamedTuple):
 
 # ------------------------------------------------------------------ setups
 #
-# The query's constants: ray_setup's fifteen values in the tree's space, the
-# factor from world radii to an upper bound of their size there, the tree's
-# kind, and object_point_setup's map from the tree's space to the world.
-# ``inverse`` is the pair ``(inverse, tree_kind)`` of LinePointArrays.
+# The query's constants: the swept layout of bvh.walk.space (the ray in the
+# tree's space, the factor from world radii to an upper bound of their size
+# there, the map from the tree's space to the world), then the tree's kind
+# (TREE_KIND). ``inverse`` is the pair ``(inverse, tree_kind)`` of
+# LinePointArrays.
 
 
 @jit_inline
 def pick_setup(ox, oy, oz, dx, dy, dz):
-    return ray_setup(ox, oy, oz, dx, dy, dz) + (RADIUS_SLACK, np.int64(WORLD_TREE),
-                                                point_setup(ox, oy, oz, dx, dy, dz))
+    return swept_setup(ox, oy, oz, dx, dy, dz) + (np.int64(WORLD_TREE),)
 
 
 @jit_inline
 def object_pick_setup(inverse, o, ox, oy, oz, dx, dy, dz):
     maps, tree_kind = inverse
-    world = object_point_setup(maps, o, ox, oy, oz, dx, dy, dz)
-    return object_ray_setup(maps, o, ox, oy, oz, dx, dy, dz) + (
-        RADIUS_SLACK / math.sqrt(world[6]), np.int64(tree_kind[o]), world)
+    return object_swept_setup(maps, o, ox, oy, oz, dx, dy, dz) + (np.int64(tree_kind[o]),)
 
 
 # ------------------------------------------------------------------ window
 #
 # Per-ray values, in place of the walk's tmin (the walk hands them on
-# untouched): (tmin, tmax, line tolerance, line slope * |d|, point tolerance,
-# point slope * |d|, t_cap, dx, dy, dz).
+# untouched): the pick window of bvh.walk.space (PICK_*), (tmin, tmax, line
+# tolerance, line slope * |d|, point tolerance, point slope * |d|, t_cap,
+# dx, dy, dz).
 
 
 @jit_inline
@@ -190,20 +190,20 @@ def _window(tmin, tmax, line_tol, line_slope, point_tol, point_slope, box, ox, o
 @jit_inline
 def _tolerance(window, kind, t):
     if kind == POINT:
-        return window[4] + window[5] * t
-    return window[2] + window[3] * t
+        return window[PICK_POINT_TOL] + window[PICK_POINT_SLOPE] * t
+    return window[PICK_LINE_TOL] + window[PICK_LINE_SLOPE] * t
 
 
 @jit_inline
 def _surface_limit(out, window):
     # A surface beyond the nearest line or point hit cannot change the
     # answer (that hit wins at t* <= t_s), so surfaces are searched up to it.
-    return min(window[1], min(out[0][HIT_T], out[3][LP_T]))
+    return min(window[PICK_TMAX], min(out[0][HIT_T], out[3][LP_T]))
 
 
 @jit_inline
 def _line_limit(out, window):
-    return min(window[1], out[3][LP_T])
+    return min(window[PICK_TMAX], out[3][LP_T])
 
 
 # ------------------------------------------------------------------ bound
@@ -213,19 +213,21 @@ def _line_limit(out, window):
 def visit_tolerance(nodes, links, consts, window, tmax, node, sp, stack_first, stack_count, stack_t, ray, out):
     """The node bound of a pick (see the module's notes): ``nodes`` and
     ``links`` are pairs, the first for the top level and meshes, the second
-    for line and point sets; ``consts[16]`` says which tree this is."""
-    which = consts[16]
+    for line and point sets; ``consts[TREE_KIND]`` says which tree this is.
+    The swept bound's window is ``(tmin, radius)``."""
+    which = consts[TREE_KIND]
+    tmin = window[PICK_TMIN]
     if which == MESH_TREE:
-        return visit_swept(nodes[0], links[0], consts, (window[0], 0.0), min(tmax, _surface_limit(out, window)),
+        return visit_swept(nodes[0], links[0], consts, (tmin, 0.0), min(tmax, _surface_limit(out, window)),
                            node, sp, stack_first, stack_count, stack_t, ray, out)
     if which == WORLD_TREE:
-        reach = min(tmax, window[6])
+        reach = min(tmax, window[PICK_T_CAP])
         radius = max(_tolerance(window, SEGMENT, reach), _tolerance(window, POINT, reach))
-        return visit_swept(nodes[0], links[0], consts, (window[0], radius), tmax, node, sp, stack_first,
+        return visit_swept(nodes[0], links[0], consts, (tmin, radius), tmax, node, sp, stack_first,
                            stack_count, stack_t, ray, out)
     limit = min(tmax, _line_limit(out, window))
-    radius = _tolerance(window, POINT if which == POINT_TREE else SEGMENT, min(limit, window[6]))
-    return visit_swept(nodes[1], links[1], consts, (window[0], radius), limit, node, sp, stack_first, stack_count,
+    radius = _tolerance(window, POINT if which == POINT_TREE else SEGMENT, min(limit, window[PICK_T_CAP]))
+    return visit_swept(nodes[1], links[1], consts, (tmin, radius), limit, node, sp, stack_first, stack_count,
                        stack_t, ray, out)
 
 
@@ -308,7 +310,7 @@ def _better(record, t, kind, d2, obj, index):
 @jit_inline
 def _keep(record, window, t, s, kind, d2, obj, index, px, py, pz):
     tol = _tolerance(window, kind, t)
-    if t > window[1] or d2 > tol * tol or not _better(record, t, kind, d2, np.float64(obj), index):
+    if t > window[PICK_TMAX] or d2 > tol * tol or not _better(record, t, kind, d2, np.float64(obj), index):
         return
     record[LP_T] = t
     record[LP_D2] = d2
@@ -324,9 +326,8 @@ def _keep(record, window, t, s, kind, d2, obj, index, px, py, pz):
 
 @jit_inline
 def _segment_leaf(segments, segment_index, first, count, consts, window, record, obj):
-    world = consts[17]
-    wx, wy, wz = world[3], world[4], world[5]
-    dx, dy, dz = window[7], window[8], window[9]
+    world = consts[SWEPT_WORLD]
+    dx, dy, dz = window[PICK_DX], window[PICK_DY], window[PICK_DZ]
     for k in range(first, first + count):
         base = k * 6
         ax = np.float64(segments[np.uint64(base)])
@@ -341,10 +342,9 @@ def _segment_leaf(segments, segment_index, first, count, consts, window, record,
         reverse = ax > bx or (ax == bx and (ay > by or (ay == by and az > bz)))
         if reverse:
             ax, ay, az, bx, by, bz = bx, by, bz, ax, ay, az
-        pax, pay, paz = _mapped(world, ax, ay, az, 1.0)
-        pbx, pby, pbz = _mapped(world, bx, by, bz, 1.0)
-        t, s, px, py, pz, d2 = segment_approach(pax - wx, pay - wy, paz - wz, pbx - wx, pby - wy, pbz - wz, dx, dy,
-                                                dz, window[0])
+        pax, pay, paz = world_offset(world, ax, ay, az)
+        pbx, pby, pbz = world_offset(world, bx, by, bz)
+        t, s, px, py, pz, d2 = segment_approach(pax, pay, paz, pbx, pby, pbz, dx, dy, dz, window[PICK_TMIN])
         if reverse:
             s = 1.0 - s
         _keep(record, window, t, s, SEGMENT, d2, obj, np.float64(segment_index[k]), px, py, pz)
@@ -352,15 +352,13 @@ def _segment_leaf(segments, segment_index, first, count, consts, window, record,
 
 @jit_inline
 def _point_leaf(points, point_index, first, count, consts, window, record, obj):
-    world = consts[17]
-    wx, wy, wz = world[3], world[4], world[5]
-    dx, dy, dz = window[7], window[8], window[9]
+    world = consts[SWEPT_WORLD]
+    dx, dy, dz = window[PICK_DX], window[PICK_DY], window[PICK_DZ]
     for k in range(first, first + count):
         base = k * 3
-        qx, qy, qz = _mapped(world, np.float64(points[np.uint64(base)]), np.float64(points[np.uint64(base + 1)]),
-                             np.float64(points[np.uint64(base + 2)]), 1.0)
-        px, py, pz = qx - wx, qy - wy, qz - wz
-        t, d2 = point_approach(px, py, pz, dx, dy, dz, window[0])
+        px, py, pz = world_offset(world, np.float64(points[np.uint64(base)]),
+                                  np.float64(points[np.uint64(base + 1)]), np.float64(points[np.uint64(base + 2)]))
+        t, d2 = point_approach(px, py, pz, dx, dy, dz, window[PICK_TMIN])
         _keep(record, window, t, 0.0, POINT, d2, obj, np.float64(point_index[k]), px, py, pz)
 
 
@@ -380,9 +378,9 @@ def _walk_limit(out, window):
 @jit_inline
 def _pick_tree_leaf(geometry, first, count, consts, window, tmax, ray, out, obj):
     tris, segments, segment_index, points, point_index = geometry
-    which = consts[16]
+    which = consts[TREE_KIND]
     if which == MESH_TREE:
-        _closest_mesh_leaf(tris, first, count, consts, window[0], _surface_limit(out, window), ray,
+        _closest_mesh_leaf(tris, first, count, consts, window[PICK_TMIN], _surface_limit(out, window), ray,
                            (out[0], out[1], out[2]), obj)
     elif which == LINE_TREE:
         _segment_leaf(segments, segment_index, first, count, consts, window, out[3], obj)
@@ -393,7 +391,7 @@ def _pick_tree_leaf(geometry, first, count, consts, window, tmax, ray, out, obj)
 
 @jit_inline
 def _pick_shape_leaf(kind, shape_data, start, consts, window, tmax, ray, out, obj):
-    _closest_shape_leaf(kind, shape_data, start, consts, window[0], _surface_limit(out, window), ray,
+    _closest_shape_leaf(kind, shape_data, start, consts, window[PICK_TMIN], _surface_limit(out, window), ray,
                         (out[0], out[1], out[2]), obj)
     return _walk_limit(out, window), False
 

@@ -17,7 +17,8 @@ from numba import prange
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from .ray_triangle import (HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V, any_hit_leaf, closest_hit_leaf, collect_hits_leaf,
                            count_hits_leaf, share_vertex, sort_hits, triangle_edges)
-from ..walk.traversal import make_step, make_traversal, new_stack, ray_setup
+from ..walk.space import ray_setup
+from ..walk.traversal import make_step, make_traversal, new_stack
 
 _closest_step = make_step(closest_hit_leaf)
 _any_traversal = make_traversal(any_hit_leaf)

@@ -26,7 +26,8 @@ from ..walk.borrow import borrowed, frame_array
 from .ray_triangle import (HIT_NORMAL, HIT_OBJECT, HIT_ROW, HIT_T, HIT_U, HIT_V, hit_record, share_vertex, sort_hits,
                            triangle_edges)
 from ..shapes import MESH, NO_HIT, next_after, shape_hit
-from ..walk.traversal import make_instance_step, make_instance_walk, new_stack, object_ray, ray_setup
+from ..walk.space import object_ray, ray_of, ray_setup
+from ..walk.traversal import make_instance_step, make_instance_walk, new_stack
 
 
 class SceneArrays(NamedTuple):
@@ -97,7 +98,7 @@ MERGE_FRACTION = 1.0e-9
 
 @jit_inline
 def _closest_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
     hit = out[0]
     row, t = hit[HIT_ROW], hit[HIT_T]
     tmax, stop = closest_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, (hit, out[1]),
@@ -110,7 +111,7 @@ def _closest_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
 
 @jit_inline
 def _closest_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
     hit, cull = out[0], out[1]
     t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
     if t != NO_HIT:
@@ -126,13 +127,13 @@ def _closest_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, o
 
 @jit_inline
 def _any_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
     return any_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, (out[0],), out[1], obj)
 
 
 @jit_inline
 def _any_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
     t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
     if t != NO_HIT:
         out[0][ray] = True
@@ -142,14 +143,14 @@ def _any_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
 
 @jit_inline
 def _count_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
     return count_hits_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, (out[0],), out[1],
                                  obj)
 
 
 @jit_inline
 def _count_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
     # A closed shape is crossed at most twice (in and out).
     counts = out[0]
     begin = tmin
@@ -167,7 +168,7 @@ def _count_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj
 
 @jit_inline
 def _collect_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
     triangle_out, objects = out[0], out[1]
     cursor = triangle_out[0]
     before = cursor[ray]
@@ -179,7 +180,7 @@ def _collect_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
 
 @jit_inline
 def _collect_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
     triangle_out, objects = out[0], out[1]
     cursor, rows, ts, us, vs = triangle_out
     begin = tmin
