@@ -217,6 +217,36 @@ def _choose_next(context, builder, signature, link_data, first_data, count_data,
     return result
 
 
+#: What a node visit returns: ``(sp, first, count, found)``.
+_VISIT_RESULT = types.Tuple((types.int64, types.int32, types.int32, types.boolean))
+
+
+def _visit_codegen(keys):
+    """The code of a node visit intrinsic (:func:`_visit_node` and its
+    kin), whose arguments are the five addresses, ``sp``, ``base`` and then
+    the values of its bound: ``keys(context, builder, node_data, base,
+    value)`` makes the children's keys and entered mask from those values
+    (``value(k, kind)`` is the ``k``-th, cast to ``kind``, float64 unless
+    told), and :func:`_choose_next` does the rest."""
+
+    def codegen(context, builder, signature, args):
+        types_in = signature.args
+        node_data, link_data, first_data, count_data, t_data = [
+            builder.inttoptr(context.cast(builder, args[k], types_in[k], types.uintp), kind.as_pointer())
+            for k, kind in enumerate((ir.FloatType(), ir.IntType(32), ir.IntType(32), ir.IntType(32),
+                                      ir.DoubleType()))]
+        sp, base = [context.cast(builder, args[k], types_in[k], types.int64) for k in (5, 6)]
+
+        def value(k, kind=types.float64):
+            return context.cast(builder, args[7 + k], types_in[7 + k], kind)
+
+        entry, entered = keys(context, builder, node_data, base, value)
+        return _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base,
+                            entry, entered)
+
+    return codegen
+
+
 @intrinsic
 def _visit_node(typingctx, nodes, links, stack_first, stack_count, stack_t, sp, base, near_x, near_y, near_z,
                 far_x, far_y, far_z, oix, oiy, oiz, ix, iy, iz, tmin, tmax):
@@ -243,26 +273,16 @@ def _visit_node(typingctx, nodes, links, stack_first, stack_count, stack_t, sp, 
     cost the same, plain addresses nothing. The arrays outlive every call:
     the caller holds them.
     """
-    sig = types.Tuple((types.int64, types.int32, types.int32, types.boolean))(
+    sig = _VISIT_RESULT(
         nodes, links, stack_first, stack_count, stack_t, sp, base, near_x, near_y, near_z, far_x, far_y, far_z,
         oix, oiy, oiz, ix, iy, iz, tmin, tmax)
 
-    def codegen(context, builder, signature, args):
-        types_in = signature.args
-        node_data, link_data, first_data, count_data, t_data = [
-            builder.inttoptr(context.cast(builder, args[k], types_in[k], types.uintp), kind.as_pointer())
-            for k, kind in enumerate((ir.FloatType(), ir.IntType(32), ir.IntType(32), ir.IntType(32),
-                                      ir.DoubleType()))]
-        sp, base = [context.cast(builder, args[k], types_in[k], types.int64) for k in (5, 6)]
-        oi = [context.cast(builder, args[k], types_in[k], types.float64) for k in range(13, 16)]
-        entry, entered = _slab_vector(context, builder, node_data,
-                                      [context.cast(builder, args[k], types_in[k], types.intp) for k in range(7, 13)],
-                                      oi + oi + [context.cast(builder, args[k], types_in[k], types.float64)
-                                                 for k in range(16, 21)])
-        return _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base,
-                            entry, entered)
+    def keys(context, builder, node_data, base, value):
+        oi = [value(k) for k in range(6, 9)]
+        return _slab_vector(context, builder, node_data, [value(k, types.intp) for k in range(6)],
+                            oi + oi + [value(k) for k in range(9, 14)])
 
-    return sig, codegen
+    return sig, _visit_codegen(keys)
 
 
 @intrinsic
@@ -272,25 +292,15 @@ def _visit_node_swept(typingctx, nodes, links, stack_first, stack_count, stack_t
     """:func:`_visit_node` with separate ``o * i`` values for the near and
     the far planes (:func:`_slab_vector`): the slab test of a ray whose
     origin moves towards each plane, as a swept sphere's does."""
-    sig = types.Tuple((types.int64, types.int32, types.int32, types.boolean))(
+    sig = _VISIT_RESULT(
         nodes, links, stack_first, stack_count, stack_t, sp, base, near_x, near_y, near_z, far_x, far_y, far_z,
         near_oix, near_oiy, near_oiz, far_oix, far_oiy, far_oiz, ix, iy, iz, tmin, tmax)
 
-    def codegen(context, builder, signature, args):
-        types_in = signature.args
-        node_data, link_data, first_data, count_data, t_data = [
-            builder.inttoptr(context.cast(builder, args[k], types_in[k], types.uintp), kind.as_pointer())
-            for k, kind in enumerate((ir.FloatType(), ir.IntType(32), ir.IntType(32), ir.IntType(32),
-                                      ir.DoubleType()))]
-        sp, base = [context.cast(builder, args[k], types_in[k], types.int64) for k in (5, 6)]
-        entry, entered = _slab_vector(context, builder, node_data,
-                                      [context.cast(builder, args[k], types_in[k], types.intp) for k in range(7, 13)],
-                                      [context.cast(builder, args[k], types_in[k], types.float64)
-                                       for k in range(13, 24)])
-        return _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base,
-                            entry, entered)
+    def keys(context, builder, node_data, base, value):
+        return _slab_vector(context, builder, node_data, [value(k, types.intp) for k in range(6)],
+                            [value(k) for k in range(6, 17)])
 
-    return sig, codegen
+    return sig, _visit_codegen(keys)
 
 
 def _point_vector(builder, data, base, values):
@@ -341,38 +351,20 @@ def _visit_node_point(typingctx, nodes, links, stack_first, stack_count, stack_t
     """:func:`_visit_node` for a point query: children are keyed by their
     scaled squared distance from ``(px, py, pz)`` (:func:`_point_vector`),
     entered within ``limit``, nearest first."""
-    sig = types.Tuple((types.int64, types.int32, types.int32, types.boolean))(
+    sig = _VISIT_RESULT(
         nodes, links, stack_first, stack_count, stack_t, sp, base, px, py, pz, scale, limit)
 
-    def codegen(context, builder, signature, args):
-        types_in = signature.args
-        node_data, link_data, first_data, count_data, t_data = [
-            builder.inttoptr(context.cast(builder, args[k], types_in[k], types.uintp), kind.as_pointer())
-            for k, kind in enumerate((ir.FloatType(), ir.IntType(32), ir.IntType(32), ir.IntType(32),
-                                      ir.DoubleType()))]
-        sp, base = [context.cast(builder, args[k], types_in[k], types.int64) for k in (5, 6)]
-        entry, entered = _point_vector(builder, node_data, base,
-                                       [context.cast(builder, args[k], types_in[k], types.float64)
-                                        for k in range(7, 12)])
-        return _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base,
-                            entry, entered)
+    def keys(context, builder, node_data, base, value):
+        return _point_vector(builder, node_data, base, [value(k) for k in range(5)])
 
-    return sig, codegen
+    return sig, _visit_codegen(keys)
 
 
 @jit_inline
-def ray_setup(ox, oy, oz, dx, dy, dz):
-    """What the slab tests of one ray need, computed once per ray:
-    ``(ox, oy, oz, dx, dy, dz, ix, iy, iz, oix, oiy, oiz, near_x, near_y, near_z)``,
-    the reciprocal direction ``i`` (safe for axis-aligned rays), ``o * i``,
-    and the column of each axis's near plane."""
-    ix = safe_reciprocal(dx)
-    iy = safe_reciprocal(dy)
-    iz = safe_reciprocal(dz)
-    near_x = MIN_X if ix >= 0.0 else MAX_X
-    near_y = MIN_Y if iy >= 0.0 else MAX_Y
-    near_z = MIN_Z if iz >= 0.0 else MAX_Z
-    return ox, oy, oz, dx, dy, dz, ix, iy, iz, ox * ix, oy * iy, oz * iz, near_x, near_y, near_z
+def _slab_constants(consts):
+    """The slots of the ray layout the slab tests read (:mod:`bvh.walk.space`)."""
+    return (consts[RAY_IX], consts[RAY_IY], consts[RAY_IZ], consts[RAY_OIX], consts[RAY_OIY], consts[RAY_OIZ],
+            consts[RAY_NEAR_X], consts[RAY_NEAR_Y], consts[RAY_NEAR_Z])
 
 
 @jit_inline
