@@ -424,9 +424,7 @@ def _scene_block(scene, points, limit, order, start, end, objects, rows, d2, u, 
         bound = _seeded_limit(limit, record, seeded, points[i, 0], points[i, 1], points[i, 2])
         while True:  # as in _mesh_block: to the bound, then to the limit
             _start(record)
-            _scene_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
-                        scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
-                        scene.shape_data, points, points, 0.0, bound, i, out, stack_first, stack_count, stack_t)
+            _scene_walk(scene, points, points, 0.0, bound, i, out, stack_first, stack_count, stack_t)
             if record[NEAR_OBJECT] >= 0.0 or bound >= limit:
                 break
             bound = limit

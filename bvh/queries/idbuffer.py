@@ -5,7 +5,7 @@ object and triangle ids into an off-screen image once; while the camera stays
 still, every pick is a look-up in that image. Here the image is traced: one
 ray through each pixel centre (:meth:`bvh.camera.Camera.rays`, the rays a
 camera pick of ``[x + 0.5, y + 0.5]`` casts) and the scene's closest-hit walk
-(:func:`bvh.scene_kernels._closest_block`), block by block on every thread,
+(:func:`bvh.queries.scene_rays.closest_hits_block`), block by block on every thread,
 each block's hits written straight into compact per-pixel arrays. A
 perspective camera's rays are made block by block too, by the function
 :meth:`Camera.rays` uses, so no image-sized ray array is ever allocated.
@@ -18,7 +18,7 @@ from numba import prange
 
 from .._jit import jit_parallel
 from ..camera import Camera, perspective_rays, pixel_centers
-from .scene_rays import _closest_block
+from .scene_rays import closest_hits_block
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,8 @@ def id_buffer_parallel(scene, alpha, width, height, eye, ray_map, origins, direc
         front_face = np.empty(m, np.bool_)
         # A typed 0: the literal would make the block a second signature to
         # compile, beside the batch picks' (the two-lane walk: 14 s cold).
-        _closest_block(scene, alpha, block_origins, block_directions, tmin, tmax, cull, np.int64(0), m, obj, mesh,
-                       triangle, t, u, v, point, normal, front_face)
+        closest_hits_block(scene, alpha, block_origins, block_directions, tmin, tmax, cull, np.int64(0), m, obj,
+                           mesh, triangle, t, u, v, point, normal, front_face)
         for i in range(m):
             out_object[start + i] = obj[i]
             out_triangle[start + i] = triangle[i]

@@ -75,11 +75,13 @@ from numba import prange
 
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from ..walk.borrow import borrowed
-from .ray_triangle import HIT_T, hit_record
-from .scene_rays import _closest_mesh_leaf, _closest_shape_leaf, _finish_closest, _keep_hit, _start_hit
+from .ray_triangle import HIT_T
+from .ray_triangle import hit_record
+from .scene_rays import RawHits, closest_mesh_leaf, closest_shape_leaf, finish_closest, keep_hit, start_hit
 from ..walk.space import (PICK_DX, PICK_DY, PICK_DZ, PICK_LINE_SLOPE, PICK_LINE_TOL, PICK_POINT_SLOPE,
                           PICK_POINT_TOL, PICK_T_CAP, PICK_TMAX, PICK_TMIN, SWEPT_SLACK, SWEPT_WORLD, TREE_KIND,
                           object_swept_setup, swept_setup, world_offset)
+from ..walk.drivers import make_instance_lanes
 from ..walk.traversal import make_instance_step, visit_swept
 
 #: Kinds of tree a walk is in, told by the setups (``consts[TREE_KIND]``).
@@ -380,8 +382,8 @@ def _pick_tree_leaf(geometry, first, count, consts, window, tmax, ray, out, obj)
     tris, segments, segment_index, points, point_index = geometry
     which = consts[TREE_KIND]
     if which == MESH_TREE:
-        _closest_mesh_leaf(tris, first, count, consts, window[PICK_TMIN], _surface_limit(out, window), ray,
-                           (out[0], out[1], out[2]), obj)
+        closest_mesh_leaf(tris, first, count, consts, window[PICK_TMIN], _surface_limit(out, window), ray,
+                          (out[0], out[1], out[2]), obj)
     elif which == LINE_TREE:
         _segment_leaf(segments, segment_index, first, count, consts, window, out[3], obj)
     else:
@@ -391,8 +393,8 @@ def _pick_tree_leaf(geometry, first, count, consts, window, tmax, ray, out, obj)
 
 @jit_inline
 def _pick_shape_leaf(kind, shape_data, start, consts, window, tmax, ray, out, obj):
-    _closest_shape_leaf(kind, shape_data, start, consts, window[PICK_TMIN], _surface_limit(out, window), ray,
-                        (out[0], out[1], out[2]), obj)
+    closest_shape_leaf(kind, shape_data, start, consts, window[PICK_TMIN], _surface_limit(out, window), ray,
+                       (out[0], out[1], out[2]), obj)
     return _walk_limit(out, window), False
 
 
@@ -419,18 +421,68 @@ def _line_wins(record, t_surface, normal, i, dx, dy, dz):
     return depth >= -record[LP_TOL]
 
 
+class _PickScene(NamedTuple):
+    """A scene as a pick's walk sees it (:func:`bvh.walk.traversal.make_instance_step`'s
+    fields): pairs of node arrays (meshes' and the top level's first, line
+    and point sets' second, see :func:`visit_tolerance`), every tree's
+    geometry (:func:`_pick_tree_leaf`), and :class:`LinePointArrays`'
+    objects, trees and maps."""
+
+    top_nodes: tuple
+    top_links: tuple
+    top_order: np.ndarray
+    enabled: np.ndarray
+    kind: np.ndarray
+    mesh_of: np.ndarray
+    inverse: tuple
+    mesh_root: np.ndarray
+    nodes: tuple
+    links: tuple
+    tris: tuple
+    shape_start: np.ndarray
+    shape_data: np.ndarray
+
+
+class _PickBlock(NamedTuple):
+    """What the two lanes of a pick share (:func:`bvh.walk.drivers.make_instance_lanes`)."""
+
+    scene: _PickScene
+    origins: np.ndarray
+    directions: np.ndarray
+    tolerances: np.ndarray
+    box: np.ndarray
+    tmin: float
+    tmax: float
+    cull: bool
+    alpha: tuple
+    records: np.ndarray
+    raw: RawHits
+
+
 @jit_inline
-def _start_pick(hit, record, tmin, tmax, tolerances, box, origins, directions, i):
-    """Ray ``i``'s records emptied; its window (:func:`_window`) and constants."""
-    _start_hit(hit)
+def _begin_pick(block, hit, i):
+    """Ray ``i``'s records emptied; its constants, window (:func:`_window`)
+    and ``out``."""
+    record = block.records[i]
+    start_hit(hit)
     record[LP_T] = np.inf
     record[LP_OBJECT] = -1.0
     record[LP_KIND] = -1.0
+    origins, directions, tolerances = block.origins, block.directions, block.tolerances
     ox, oy, oz = origins[i, 0], origins[i, 1], origins[i, 2]
     dx, dy, dz = directions[i, 0], directions[i, 1], directions[i, 2]
-    window = _window(tmin, tmax, tolerances[i, 0], tolerances[i, 1], tolerances[i, 2], tolerances[i, 3], box, ox, oy,
-                     oz, dx, dy, dz)
-    return window, pick_setup(ox, oy, oz, dx, dy, dz)
+    window = _window(block.tmin, block.tmax, tolerances[i, 0], tolerances[i, 1], tolerances[i, 2], tolerances[i, 3],
+                     block.box, ox, oy, oz, dx, dy, dz)
+    return pick_setup(ox, oy, oz, dx, dy, dz), window, (hit, block.cull, block.alpha, record)
+
+
+@jit_inline
+def _finish_pick(block, hit, i):
+    raw = block.raw
+    keep_hit(hit, i, raw.object, raw.row, raw.t, raw.u, raw.v, raw.normal)
+
+
+_pick_lanes = make_instance_lanes(_pick_step, _begin_pick, _finish_pick)
 
 
 @jit
@@ -441,67 +493,19 @@ def _pick_block(scene, lp, alpha, origins, directions, tolerances, box, tmin, tm
         return
     scene, lp, alpha, origins, directions, tolerances, box, records = borrowed(
         (scene, lp, alpha, origins, directions, tolerances, box, records))
-    hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal = borrowed(
-        (hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal))
-    top_nodes = (scene.top_nodes, scene.top_nodes)
-    top_links = (scene.top_links, scene.top_links)
-    nodes = (scene.nodes, lp.nodes)
-    links = (scene.links, lp.links)
-    geometry = (scene.tris, lp.segments, lp.segment_index, lp.points, lp.point_index)
-    inverse = (lp.inverse, lp.tree_kind)
-    top_order, enabled, walk_kind, tree_of, roots = scene.top_order, lp.enabled, lp.walk_kind, lp.tree_of, lp.roots
-    shape_start, shape_data = scene.shape_start, scene.shape_data
+    raw = borrowed(RawHits(hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal))
+    walked = _PickScene((scene.top_nodes, scene.top_nodes), (scene.top_links, scene.top_links), scene.top_order,
+                        lp.enabled, lp.walk_kind, lp.tree_of, (lp.inverse, lp.tree_kind), lp.roots,
+                        (scene.nodes, lp.nodes), (scene.links, lp.links),
+                        (scene.tris, lp.segments, lp.segment_index, lp.points, lp.point_index), scene.shape_start,
+                        scene.shape_data)
     # Two rays in turns, a step each, as the closest-hit block walks them
-    # (bvh.scene_kernels._closest_block).
-    first_a, count_a, t_a = new_stack()
-    first_b, count_b, t_b = new_stack()
-    hit_a = hit_record()
-    hit_b = hit_record()
-    ray_a = start
-    out_a = (hit_a, cull, alpha, records[ray_a])
-    window_a, consts_a = _start_pick(hit_a, out_a[3], tmin, tmax, tolerances, box, origins, directions, ray_a)
-    node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, busy_a = 0, 0, 0, -1, -1, tmax, True
-    ray_b = min(start + 1, end - 1)
-    out_b = (hit_b, cull, alpha, records[ray_b])
-    window_b, consts_b = _start_pick(hit_b, out_b[3], tmin, tmax, tolerances, box, origins, directions, ray_b)
-    node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, busy_b = 0, 0, 0, -1, -1, tmax, start + 1 < end
-    next_ray = start + 2
-    while busy_a or busy_b:
-        if busy_a:
-            consts_a, node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, done = _pick_step(
-                top_nodes, top_links, top_order, enabled, walk_kind, tree_of, inverse, roots, nodes, links, geometry,
-                shape_start, shape_data, origins, directions, window_a, ray_a, out_a, first_a, count_a, t_a,
-                consts_a, node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a)
-            if done:
-                _keep_hit(hit_a, ray_a, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
-                if next_ray < end:
-                    ray_a = next_ray
-                    next_ray += 1
-                    out_a = (hit_a, cull, alpha, records[ray_a])
-                    window_a, consts_a = _start_pick(hit_a, out_a[3], tmin, tmax, tolerances, box, origins,
-                                                     directions, ray_a)
-                    node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a = 0, 0, 0, -1, -1, tmax
-                else:
-                    busy_a = False
-        if busy_b:
-            consts_b, node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, done = _pick_step(
-                top_nodes, top_links, top_order, enabled, walk_kind, tree_of, inverse, roots, nodes, links, geometry,
-                shape_start, shape_data, origins, directions, window_b, ray_b, out_b, first_b, count_b, t_b,
-                consts_b, node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b)
-            if done:
-                _keep_hit(hit_b, ray_b, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
-                if next_ray < end:
-                    ray_b = next_ray
-                    next_ray += 1
-                    out_b = (hit_b, cull, alpha, records[ray_b])
-                    window_b, consts_b = _start_pick(hit_b, out_b[3], tmin, tmax, tolerances, box, origins,
-                                                     directions, ray_b)
-                    node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b = 0, 0, 0, -1, -1, tmax
-                else:
-                    busy_b = False
-    _finish_closest(start, end, 0, scene.kind, scene.mesh_of, scene.inverse, scene.tris, scene.face_index, origins,
-                    directions, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh,
-                    out_triangle, t, u, v, point, normal, front_face)
+    # (bvh.queries.scene_rays.closest_hits_block).
+    _pick_lanes(_PickBlock(walked, origins, directions, tolerances, box, tmin, tmax, cull, alpha, records, raw),
+                hit_record(), hit_record(), start, end)
+    finish_closest(start, end, 0, scene.kind, scene.mesh_of, scene.inverse, scene.tris, scene.face_index, origins,
+                   directions, raw.object, raw.row, raw.t, raw.u, raw.v, raw.normal, out_object, out_mesh,
+                   out_triangle, t, u, v, point, normal, front_face)
     set_of = lp.set_of
     for i in range(start, end):
         record = records[i]

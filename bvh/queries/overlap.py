@@ -539,9 +539,7 @@ def scene_overlap(scene, query, world, rows, objects, state):
     state[0] = 0
     state[NOT_CONVEX] = 0
     out = (world, make_scratch(world), rows, objects, state)
-    _scene_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
-                scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
-                scene.shape_data, query, query, 0.0, 1.0, 0, out, stack_first, stack_count, stack_t)
+    _scene_walk(scene, query, query, 0.0, 1.0, 0, out, stack_first, stack_count, stack_t)
 
 
 #: Room for this many finds in a first walk; a query that finds more walks again.

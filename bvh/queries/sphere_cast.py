@@ -721,9 +721,7 @@ def _scene_block(scene, origins, directions, radius, tmin, tmax, start, end, obj
     for i in range(start, end):
         _start(record)
         window = _window(tmin, radius[i], directions[i, 0], directions[i, 1], directions[i, 2])
-        _scene_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
-                    scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
-                    scene.shape_data, origins, directions, window, tmax, i, out, stack_first, stack_count, stack_t)
+        _scene_walk(scene, origins, directions, window, tmax, i, out, stack_first, stack_count, stack_t)
         objects[i] = np.int64(record[CAST_OBJECT])
         _finish(record, window, i, origins[i, 0], origins[i, 1], origins[i, 2], directions, rows, t, u, v, point,
                 centre, normal)

@@ -2,7 +2,8 @@
 (:mod:`bvh.walk.nodes`), with the leaf test as a parameter, as madmann91/bvh
 v2 does; meshes, and scenes of instanced meshes and shapes, share it.
 What a query carries down the walk, slot by slot, and the maps between an
-object's space and the world are in :mod:`bvh.walk.space`.
+object's space and the world are in :mod:`bvh.walk.space`; the loops that
+run the steps of many queries (two in turns) in :mod:`bvh.walk.drivers`.
 
 Robustness (Ize, "Robust BVH Ray Traversal", JCGT 2013): the slab distances
 are computed in float64 from float32 bounds padded outwards, and the far
@@ -438,7 +439,7 @@ def make_step(leaf_test, visit=visit_node):
     first hit). The test is bound at compile time rather than passed as a
     value, so the call is static, can be inlined, and the kernel can be
     cached. A walk is a loop of steps until one says it is done; a caller may
-    run the steps of several rays in turns (see ``kernels._closest_block``).
+    run the steps of several rays in turns (:mod:`bvh.walk.drivers`).
 
     The walk hands ``tmin`` to ``visit`` and ``leaf_test`` untouched and
     never reads it itself, so a query that needs more per-ray values than
@@ -515,43 +516,44 @@ def make_instance_step(mesh_leaf, shape_leaf, setup=ray_setup, object_setup=obje
     """One step of a walk of one world query through a two-level scene,
     specialised to its leaf tests and its kind of query (see
     :func:`make_instance_walk`, the loop of these steps). A caller may run
-    the steps of several queries in turns (``scene_kernels._closest_block``).
+    the steps of several queries in turns (:mod:`bvh.walk.drivers`).
 
     The state of a walk is ``(consts, first, count, sp, mark, obj, tmax)``:
     the query's constants in the space of the tree it is in, the node or
     leaf to visit next, the stack depth, ``mark`` (-1 on the top level, else
     the depth at which the walk entered object ``obj``) and the far limit.
-    The step takes the scene's arrays as the walk does; borrowed
-    (:mod:`bvh.walk.borrow`), they cost no reference counting per step.
+    The step takes the scene as the walk does; borrowed
+    (:mod:`bvh.walk.borrow`), its arrays cost no reference counting per step.
     Returns the next state and whether the walk is over.
     """
 
     @jit_inline
-    def step(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
-             shape_start, shape_data, origins, directions, tmin, ray, out, stack_first, stack_count, stack_t,
-             consts, first, count, sp, mark, obj, tmax):
+    def step(scene, origins, directions, tmin, ray, out, stack_first, stack_count, stack_t, consts, first, count, sp,
+             mark, obj, tmax):
         if count > 0:
             if mark >= 0:
-                tmax, stop = mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj)
+                tmax, stop = mesh_leaf(scene.tris, first, count, consts, tmin, tmax, ray, out, obj)
                 if stop:
                     return consts, first, count, sp, mark, obj, tmax, True
             else:
-                o = top_order[np.uint64(first)]
-                if enabled[o]:
-                    local = object_setup(inverse, o, origins[ray, 0], origins[ray, 1], origins[ray, 2],
+                o = scene.top_order[np.uint64(first)]
+                if scene.enabled[o]:
+                    local = object_setup(scene.inverse, o, origins[ray, 0], origins[ray, 1], origins[ray, 2],
                                          directions[ray, 0], directions[ray, 1], directions[ray, 2])
-                    if kind[o] == MESH:
-                        return local, mesh_root[mesh_of[o]], 0, sp, sp, o, tmax, False
-                    tmax, stop = shape_leaf(kind[o], shape_data, shape_start[o], local, tmin, tmax, ray, out, o)
+                    kind = scene.kind[o]
+                    if kind == MESH:
+                        return local, scene.mesh_root[scene.mesh_of[o]], 0, sp, sp, o, tmax, False
+                    tmax, stop = shape_leaf(kind, scene.shape_data, scene.shape_start[o], local, tmin, tmax, ray, out,
+                                            o)
                     if stop:
                         return consts, first, count, sp, mark, obj, tmax, True
         else:
             if mark >= 0:
-                sp, child_first, child_count, found = visit(nodes, links, consts, tmin, tmax, first, sp,
+                sp, child_first, child_count, found = visit(scene.nodes, scene.links, consts, tmin, tmax, first, sp,
                                                             stack_first, stack_count, stack_t, ray, out)
             else:
-                sp, child_first, child_count, found = visit(top_nodes, top_links, consts, tmin, tmax, first, sp,
-                                                            stack_first, stack_count, stack_t, ray, out)
+                sp, child_first, child_count, found = visit(scene.top_nodes, scene.top_links, consts, tmin, tmax,
+                                                            first, sp, stack_first, stack_count, stack_t, ray, out)
             if found:
                 return consts, child_first, child_count, sp, mark, obj, tmax, False
         while sp > 0:
@@ -600,21 +602,22 @@ def make_instance_walk(mesh_leaf, shape_leaf, setup=ray_setup, object_setup=obje
     step = make_instance_step(mesh_leaf, shape_leaf, setup, object_setup, visit)
 
     @jit_inline
-    def walk(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
-             shape_start, shape_data, origins, directions, tmin, tmax, ray, out, stack_first, stack_count, stack_t):
+    def walk(scene, origins, directions, tmin, tmax, ray, out, stack_first, stack_count, stack_t):
         """Walk world query ``ray`` (of ``origins``, ``directions``) near to far
-        through the scene whose arrays are the fields of
-        ``bvh.scene_kernels.SceneArrays``; ``stack_*`` are the query's scratch
-        of ``STACK_SIZE`` entries. Returns the final ``tmax``."""
+        through ``scene``: a ``bvh.queries.scene_rays.SceneArrays``, or any
+        named tuple with the fields the step reads (``top_nodes``,
+        ``top_links``, ``top_order``, ``enabled``, ``kind``, ``mesh_of``,
+        ``inverse``, ``mesh_root``, ``nodes``, ``links``, ``tris``,
+        ``shape_start``, ``shape_data``); ``stack_*`` are the query's
+        scratch of ``STACK_SIZE`` entries. Returns the final ``tmax``."""
         consts = setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0], directions[ray, 1],
                        directions[ray, 2])
         first, count, sp, mark, obj = 0, 0, 0, -1, -1
         done = False
         while not done:
-            consts, first, count, sp, mark, obj, tmax, done = step(
-                top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
-                shape_start, shape_data, origins, directions, tmin, ray, out, stack_first, stack_count, stack_t,
-                consts, first, count, sp, mark, obj, tmax)
+            consts, first, count, sp, mark, obj, tmax, done = step(scene, origins, directions, tmin, ray, out,
+                                                                   stack_first, stack_count, stack_t, consts, first,
+                                                                   count, sp, mark, obj, tmax)
         return tmax
 
     return walk
