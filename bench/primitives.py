@@ -96,7 +96,7 @@ def _plane_then_point_kernel(origins, directions, a, b, c, n, tol, use_angles, h
         dx = directions[i, 0]
         dy = directions[i, 1]
         dz = directions[i, 2]
-        t = rays._plane_one(ox, oy, oz, dx, dy, dz, a[0], a[1], a[2], n[0], n[1], n[2], 0.0, 1.0)
+        t = rays.plane_one(ox, oy, oz, dx, dy, dz, a[0], a[1], a[2], n[0], n[1], n[2], 0.0, 1.0)
         if t >= FAR:
             hit[i] = False
             continue

@@ -239,7 +239,7 @@ def perspective(fov_y_deg, aspect, near, far=None) -> np.ndarray:
 
 
 @jit
-def _perspective_rays(pixels, width, height, eye, ray_map, origins, directions):
+def perspective_rays(pixels, width, height, eye, ray_map, origins, directions):
     """Rays from ``eye`` through ``pixels (N, 2)`` into ``origins`` and unit
     ``directions (N, 3)``; ``ray_map (3, 4)`` takes ``(ndc_x, ndc_y, 1, 1)``
     to a direction (see ``Camera._perspective_ray_map``)."""
@@ -522,8 +522,8 @@ class Camera:
         if self._eye is not None:
             origins = np.empty((n, 3))
             directions = np.empty((n, 3))
-            _perspective_rays(np.ascontiguousarray(pixels), float(self.width), float(self.height), self._eye,
-                              self._ray_map, origins, directions)
+            perspective_rays(np.ascontiguousarray(pixels), float(self.width), float(self.height), self._eye,
+                             self._ray_map, origins, directions)
         else:
             ndc_x, ndc_y = self._ndc(pixels[:, 0], pixels[:, 1])
             ndc = np.stack([ndc_x, ndc_y, np.full(n, -1.0), np.ones(n)], axis=1)
@@ -536,7 +536,7 @@ class Camera:
                 far = ndc @ inverse.T
                 origins = near[:, :3] / near[:, 3:]
                 directions = far[:, :3] / far[:, 3:] - origins
-                # Scaled to a largest component of 1 before squaring (see _perspective_rays).
+                # Scaled to a largest component of 1 before squaring (see perspective_rays).
                 directions /= np.abs(directions).max(axis=1, keepdims=True)
                 directions /= np.sqrt(np.einsum("ij,ij->i", directions, directions))[:, None]
         finite = np.isfinite(directions).all(axis=1) & np.isfinite(origins).all(axis=1)

@@ -20,7 +20,7 @@ into one float64 row of the scene's ``shape_data``; for a polygon:
 import numpy as np
 
 from ._jit import FAR, jit, jit_inline
-from .primitives.rays import PARALLEL_COS, _crossings, _plane_one, _slabs_one, _sphere_one, polygon_plane
+from .primitives.rays import PARALLEL_COS, crossings_inside, plane_one, polygon_plane, slabs_one, sphere_one
 from .validation import real_array
 
 MESH = 0
@@ -90,6 +90,28 @@ def make_shape(kind: str, **params) -> tuple[int, np.ndarray, dict, np.ndarray]:
     return POLYGON, data, {"vertices": vertices.tolist()}, np.stack([vertices.min(axis=0), vertices.max(axis=0)])
 
 
+@jit_inline
+def polygon_row(data, start):
+    """A polygon's parameters, ``data[start:]``: ``(qx, qy, qz, nx, ny, nz,
+    drop, xs, ys)``, a point of its plane, its unit normal, the dropped axis
+    and the outline's two kept coordinates (``(M,)`` views each)."""
+    m = int(data[start + 7])
+    return (data[start], data[start + 1], data[start + 2], data[start + 3], data[start + 4], data[start + 5],
+            int(data[start + 6]), data[start + 8:start + 8 + m], data[start + 8 + m:start + 8 + 2 * m])
+
+
+@jit_inline
+def polygon_point(drop, u, v, qx, qy, qz, nx, ny, nz):
+    """The point of the polygon's plane (through ``q``, normal ``n``) whose
+    two kept coordinates are ``u, v``, the dropped one from the plane's
+    equation."""
+    if drop == 0:
+        return qx - (ny * (u - qy) + nz * (v - qz)) / nx, u, v
+    if drop == 1:
+        return u, qy - (nx * (u - qx) + nz * (v - qz)) / ny, v
+    return u, v, qz - (nx * (u - qx) + ny * (v - qy)) / nz
+
+
 @jit
 def shape_hit(kind, data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull):
     """Nearest hit in ``[tmin, tmax]`` of an object-space ray with a shape.
@@ -101,7 +123,7 @@ def shape_hit(kind, data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull):
     quad or polygon) are ignored.
     """
     if kind == SPHERE:
-        t = _sphere_one(ox, oy, oz, dx, dy, dz, 0.0, 0.0, 0.0, data[start], tmin, tmax)
+        t = sphere_one(ox, oy, oz, dx, dy, dz, 0.0, 0.0, 0.0, data[start], tmin, tmax)
         if t == FAR:
             return NO_HIT, 0.0, 0.0, 0.0
         nx = ox + t * dx
@@ -114,7 +136,7 @@ def shape_hit(kind, data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull):
         hx = data[start]
         hy = data[start + 1]
         hz = data[start + 2]
-        t_near, axis_near, t_far, axis_far = _slabs_one(ox, oy, oz, dx, dy, dz, -hx, -hy, -hz, hx, hy, hz)
+        t_near, axis_near, t_far, axis_far = slabs_one(ox, oy, oz, dx, dy, dz, -hx, -hy, -hz, hx, hy, hz)
         if t_near > t_far:
             return NO_HIT, 0.0, 0.0, 0.0
         # Entering, the face normal points against the ray; leaving, along it.
@@ -143,25 +165,18 @@ def shape_hit(kind, data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull):
             return NO_HIT, 0.0, 0.0, 0.0
         return t, 0.0, 0.0, 1.0
     if kind == POLYGON:
-        nx = data[start + 3]
-        ny = data[start + 4]
-        nz = data[start + 5]
+        qx, qy, qz, nx, ny, nz, drop, xs, ys = polygon_row(data, start)
         if cull and nx * dx + ny * dy + nz * dz >= 0.0:
             return NO_HIT, 0.0, 0.0, 0.0
-        t = _plane_one(ox, oy, oz, dx, dy, dz, data[start], data[start + 1], data[start + 2], nx, ny, nz,
-                       tmin, tmax)
+        t = plane_one(ox, oy, oz, dx, dy, dz, qx, qy, qz, nx, ny, nz, tmin, tmax)
         if t == FAR:
             return NO_HIT, 0.0, 0.0, 0.0
-        drop = int(data[start + 6])
-        m = int(data[start + 7])
         hx = ox + t * dx
         hy = oy + t * dy
         hz = oz + t * dz
         h0 = hx if drop != 0 else hy
         h1 = hz if drop != 2 else hy
-        xs = data[start + 8:start + 8 + m]
-        ys = data[start + 8 + m:start + 8 + 2 * m]
-        if not _crossings(h0, h1, xs, ys):
+        if not crossings_inside(h0, h1, xs, ys):
             return NO_HIT, 0.0, 0.0, 0.0
         return t, nx, ny, nz
     return NO_HIT, 0.0, 0.0, 0.0

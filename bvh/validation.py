@@ -91,8 +91,9 @@ def _as_ray_array(name: str, value) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=np.float64)
 
 
-def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
-    """Validate a batch of rays; returns ``(origins, directions)`` as ``(N, 3)`` float64."""
+def _ray_batch(origins, directions):
+    """Both arrays as ``(N, 3)`` float64 of as many rows, and the first bad
+    ray: ``(origins, directions, kind, row)`` (see ``_first_bad_ray``)."""
     origins = _as_ray_array("origins", origins)
     directions = _as_ray_array("directions", directions)
     if origins.shape[0] != directions.shape[0]:
@@ -100,6 +101,12 @@ def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
             f"origins and directions hold different numbers of rays: {origins.shape[0]} and {directions.shape[0]}"
         )
     kind, row = _first_bad_ray(origins, directions, MIN_DIRECTION_LENGTH, MAX_ORIGIN)
+    return origins, directions, kind, row
+
+
+def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a batch of rays; returns ``(origins, directions)`` as ``(N, 3)`` float64."""
+    origins, directions, kind, row = _ray_batch(origins, directions)
     if kind == 1:
         raise ValueError(f"origins contain NaN or infinite values (first at row {row})")
     if kind == 2:
@@ -127,13 +134,7 @@ def check_rays_allowing_zero(origins, directions) -> tuple[np.ndarray, np.ndarra
         Which rays have a direction long enough to trace; None when all do
         (the common case, which then costs no extra pass).
     """
-    origins = _as_ray_array("origins", origins)
-    directions = _as_ray_array("directions", directions)
-    if origins.shape[0] != directions.shape[0]:
-        raise ValueError(
-            f"origins and directions hold different numbers of rays: {origins.shape[0]} and {directions.shape[0]}"
-        )
-    kind, row = _first_bad_ray(origins, directions, MIN_DIRECTION_LENGTH, MAX_ORIGIN)
+    origins, directions, kind, row = _ray_batch(origins, directions)
     if kind == 0:
         return origins, directions, None
     # Some ray is bad: look again with short directions allowed (a minimum

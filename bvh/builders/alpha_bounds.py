@@ -46,7 +46,7 @@ from ..queries.alpha import (A0, A1, A2, BLEND, FACE_COLUMNS, CUTOFF, FACTOR, HE
                     T_HI, T_LO, WIDTH, WRAP_S, WRAP_T, wrap_texel)
 from ..walk.nodes import CHILD_COUNT, CHILD_FIRST, EMPTY_MIN, MAX_X, MIN_X, aligned_empty
 from ..walk.nodes import WIDTH as SLOTS
-from .refit import BOX_PADDING_ULPS, _pad_outwards, _union_into_slot
+from .refit import BOX_PADDING_ULPS, pad_outwards, union_into_slot
 
 #: A face whose texture triangle's box covers more texels than this keeps its
 #: whole triangle (the rasterisation's cost is bounded per face).
@@ -313,8 +313,8 @@ def _leaf_boxes(nodes, links, bits, tris, face_index, node_rows, alpha_start, fa
                         # Whole float32 triangles' boxes are exact, as the build's; a clipped
                         # one rounded inwards to nearest takes one more step outwards.
                         inwards = np.float64(low) > lows[axis] or np.float64(high) < highs[axis]
-                        _pad_outwards(bits, node, lo_face, hi_face,
-                                      BOX_PADDING_ULPS + 1 if inwards else BOX_PADDING_ULPS)
+                        pad_outwards(bits, node, lo_face, hi_face,
+                                     BOX_PADDING_ULPS + 1 if inwards else BOX_PADDING_ULPS)
                         if clip:
                             # The whole triangles' box holds the clipped parts too: never past it.
                             nodes[node, lo_face] = max(nodes[node, lo_face], whole_lo)
@@ -330,7 +330,7 @@ def _inner_boxes(nodes, links, node_rows):
                 child = links[node, CHILD_FIRST + slot]
                 if links[node, CHILD_COUNT + slot] != 0 or child == 0:
                     continue
-                _union_into_slot(nodes, child, node, slot)
+                union_into_slot(nodes, child, node, slot)
 
 
 def tight_nodes(pack) -> np.ndarray:

@@ -34,7 +34,7 @@ NEGATIVE_SMALLEST = np.int32(-2 ** 31 + 1)
 
 
 @jit_inline
-def _pad_outwards(bits, node, lo, hi, steps=BOX_PADDING_ULPS):
+def pad_outwards(bits, node, lo, hi, steps=BOX_PADDING_ULPS):
     """Move the float32 box faces ``bits[node, lo]`` (down) and ``bits[node,
     hi]`` (up), read as int32, ``steps`` representable values outwards:
     ``np.nextafter`` on the bit pattern, for finite values, without its
@@ -59,7 +59,7 @@ def _pad_outwards(bits, node, lo, hi, steps=BOX_PADDING_ULPS):
 
 
 @jit_inline
-def _union_into_slot(nodes, row, parent, slot):
+def union_into_slot(nodes, row, parent, slot):
     """Write the union of the four slots' boxes of node ``row`` into slot
     ``slot`` of node ``parent`` (unused slots' inverted boxes change
     nothing); float32 minima and maxima, exact."""
@@ -154,7 +154,7 @@ def _refit(vertices, offset, row_faces, dropped_faces, nodes, links, triangles, 
             refitted[node, MAX_X + 4 + slot] = hi_y
             refitted[node, MAX_X + 8 + slot] = hi_z
             for axis in range(3):
-                _pad_outwards(refitted_bits, node, MIN_X + 4 * axis + slot, MAX_X + 4 * axis + slot)
+                pad_outwards(refitted_bits, node, MIN_X + 4 * axis + slot, MAX_X + 4 * axis + slot)
     if became_zero_area > 0 or gained_area > 0:
         return became_zero_area, gained_area
     # Inner slots: a child node's row is always after its parent's (the
@@ -165,7 +165,7 @@ def _refit(vertices, offset, row_faces, dropped_faces, nodes, links, triangles, 
             child = links[node, CHILD_FIRST + slot]
             if links[node, CHILD_COUNT + slot] != 0 or child == 0:
                 continue
-            _union_into_slot(refitted, child, node, slot)
+            union_into_slot(refitted, child, node, slot)
     return 0, 0
 
 
@@ -238,7 +238,7 @@ def refit_top_level(nodes, links, top_order, bounds, rows, slots, row_parent, ro
                 hi = max(hi, np.float32(bounds[o, 1, axis]))
             nodes[row, MIN_X + 4 * axis + slot] = lo
             nodes[row, MAX_X + 4 * axis + slot] = hi
-            _pad_outwards(links, row, MIN_X + 4 * axis + slot, MAX_X + 4 * axis + slot)
+            pad_outwards(links, row, MIN_X + 4 * axis + slot, MAX_X + 4 * axis + slot)
         if not written[row]:
             written[row] = True
             pending[size] = row
@@ -258,7 +258,7 @@ def refit_top_level(nodes, links, top_order, bounds, rows, slots, row_parent, ro
                 continue
             parent = row_parent[row]
             slot = row_parent_slot[row]
-            _union_into_slot(nodes, row, parent, slot)
+            union_into_slot(nodes, row, parent, slot)
             if not written[parent]:
                 written[parent] = True
                 following[kept] = parent

@@ -514,6 +514,42 @@ def _build(boxes, centroids, config: BuildConfig, threads: int, subtree_size: in
     return Tree(bounds[:nodes].copy(), first[:nodes].copy(), count[:nodes].copy(), order, int(depth))
 
 
+def _assemble(pool, nodes, node_box, kind, link, jobs, made, source, largest_first, scratch_bounds, scratch_first,
+              scratch_count):
+    """The rows of :func:`_parallel_build`'s tree: its top levels (``nodes``
+    and their boxes, ``kind`` and ``link``) and its subtrees (``made`` in
+    the scratch rows from ``source``), numbered as the serial build numbers
+    them (see :func:`_binned_build`): depth first, a split's children the
+    next two rows, a subtree root's descendants the next rows when the root
+    is reached. Returns ``(bounds, first, count)``."""
+    row_of = [0] * len(nodes)
+    base = [0] * len(jobs)
+    pending = [0]
+    rows = 1
+    while pending:
+        t = pending.pop()
+        if kind[t] == INNER:
+            row_of[link[t]] = rows
+            row_of[link[t] + 1] = rows + 1
+            rows += 2
+            pending += [link[t] + 1, link[t]]
+        elif kind[t] == SUBTREE:
+            base[link[t]] = rows
+            rows += made[link[t]][0] - 1
+    bounds = np.empty((rows, 6))
+    first = np.empty(rows, np.int32)
+    count = np.empty(rows, np.int32)
+    for t, (start, end, _) in enumerate(nodes):
+        if kind[t] != SUBTREE:
+            bounds[row_of[t]] = node_box[t][:6]
+            first[row_of[t]] = row_of[link[t]] if kind[t] == INNER else start
+            count[row_of[t]] = 0 if kind[t] == INNER else end - start
+    list(pool.map(lambda job: _move_subtree(scratch_bounds, scratch_first, scratch_count, int(source[job]),
+                                            made[job][0], row_of[jobs[job]], base[job], bounds, first, count),
+                  largest_first))
+    return bounds, first, count
+
+
 def _parallel_build(pool, threads: int, boxes, centroids, order, prims, scratch_bounds, scratch_first, scratch_count,
                     options, subtree_size: int) -> Tree:
     """Build the tree :func:`_binned_build` builds, on the ``threads``
@@ -624,32 +660,6 @@ def _parallel_build(pool, threads: int, boxes, centroids, order, prims, scratch_
     list(pool.map(build_subtree, largest_first))
     deepest = max([deepest] + [deep for _, deep, _ in made])
 
-    # Number the nodes as the serial build does (see _binned_build): depth
-    # first, a split's children the next two rows, a subtree root's
-    # descendants the next rows when the root is reached.
-    row_of = [0] * len(nodes)
-    base = [0] * len(jobs)
-    pending = [0]
-    rows = 1
-    while pending:
-        t = pending.pop()
-        if kind[t] == INNER:
-            row_of[link[t]] = rows
-            row_of[link[t] + 1] = rows + 1
-            rows += 2
-            pending += [link[t] + 1, link[t]]
-        elif kind[t] == SUBTREE:
-            base[link[t]] = rows
-            rows += made[link[t]][0] - 1
-    bounds = np.empty((rows, 6))
-    first = np.empty(rows, np.int32)
-    count = np.empty(rows, np.int32)
-    for t, (start, end, _) in enumerate(nodes):
-        if kind[t] != SUBTREE:
-            bounds[row_of[t]] = node_box[t][:6]
-            first[row_of[t]] = row_of[link[t]] if kind[t] == INNER else start
-            count[row_of[t]] = 0 if kind[t] == INNER else end - start
-    list(pool.map(lambda job: _move_subtree(scratch_bounds, scratch_first, scratch_count, int(source[job]),
-                                            made[job][0], row_of[jobs[job]], base[job], bounds, first, count),
-                  largest_first))
+    bounds, first, count = _assemble(pool, nodes, node_box, kind, link, jobs, made, source, largest_first,
+                                     scratch_bounds, scratch_first, scratch_count)
     return Tree(bounds, first, count, order, deepest)

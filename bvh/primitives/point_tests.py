@@ -6,7 +6,7 @@ import numpy as np
 
 from .._jit import jit
 from . import _validate as check
-from .rays import _crossings, triangle_frame
+from .rays import crossings_inside, triangle_frame
 
 #: Default tolerance of ``point_in_triangle_angles``, in radians: the angle
 #: sum must reach ``2*pi - tol``. Rounding of ``acos`` near -1 leaves about
@@ -18,7 +18,7 @@ ANGLE_SUM_TOLERANCE = 1.0e-6
 @jit
 def _points_in_polygon_kernel(points, xs, ys, out):
     for i in range(points.shape[0]):
-        out[i] = _crossings(points[i, 0], points[i, 1], xs, ys)
+        out[i] = crossings_inside(points[i, 0], points[i, 1], xs, ys)
 
 
 def point_in_polygon(points2d, polygon2d) -> np.ndarray:

@@ -105,7 +105,7 @@ def _outputs(n: int, extra: int = 0):
 
 
 @jit
-def _plane_one(ox, oy, oz, dx, dy, dz, px, py, pz, nx, ny, nz, tmin, tmax):
+def plane_one(ox, oy, oz, dx, dy, dz, px, py, pz, nx, ny, nz, tmin, tmax):
     """``t`` of the ray's hit with the plane through ``p`` with unit normal ``n``, or FAR."""
     # t = n.(p - o) / n.d (the gamedev article's derivation, RTR4 eq. 22.17).
     # The article tests an undefined ``dotND``; the denominator is ``denom``,
@@ -122,9 +122,9 @@ def _plane_one(ox, oy, oz, dx, dy, dz, px, py, pz, nx, ny, nz, tmin, tmax):
 @jit
 def _ray_plane_kernel(origins, directions, point, normal, tmin, tmax, t_out, n_out):
     for i in range(origins.shape[0]):
-        t = _plane_one(origins[i, 0], origins[i, 1], origins[i, 2],
-                       directions[i, 0], directions[i, 1], directions[i, 2],
-                       point[0], point[1], point[2], normal[0], normal[1], normal[2], tmin, tmax)
+        t = plane_one(origins[i, 0], origins[i, 1], origins[i, 2],
+                      directions[i, 0], directions[i, 1], directions[i, 2],
+                      point[0], point[1], point[2], normal[0], normal[1], normal[2], tmin, tmax)
         t_out[i] = t
         hit = 1.0 if t < FAR else 0.0
         for c in range(3):
@@ -169,7 +169,7 @@ def ray_plane(origins, directions, point, normal, tmin=0.0, tmax=np.inf) -> RayH
 
 
 @jit
-def _sphere_one(ox, oy, oz, dx, dy, dz, cx, cy, cz, radius, tmin, tmax):
+def sphere_one(ox, oy, oz, dx, dy, dz, cx, cy, cz, radius, tmin, tmax):
     """``t`` of the nearest hit in ``[tmin, tmax]`` with the sphere, or FAR.
 
     The optimised geometric method of RTR4 §22.6.2, with its early
@@ -226,7 +226,7 @@ def _ray_sphere_kernel(origins, directions, center, radius, tmin, tmax, t_out, n
         dx = directions[i, 0]
         dy = directions[i, 1]
         dz = directions[i, 2]
-        t = _sphere_one(ox, oy, oz, dx, dy, dz, cx, cy, cz, radius, tmin, tmax)
+        t = sphere_one(ox, oy, oz, dx, dy, dz, cx, cy, cz, radius, tmin, tmax)
         t_out[i] = t
         if t < FAR:
             nx = ox + t * dx - cx
@@ -279,7 +279,7 @@ def ray_sphere(origins, directions, center, radius, tmin=0.0, tmax=np.inf) -> Ra
 
 
 @jit
-def _slabs_one(ox, oy, oz, dx, dy, dz, lo0, lo1, lo2, hi0, hi1, hi2):
+def slabs_one(ox, oy, oz, dx, dy, dz, lo0, lo1, lo2, hi0, hi1, hi2):
     """Kay–Kajiya slabs on the box ``[lo, hi]`` (RTR4 §22.7.1).
 
     Returns ``(t_near, axis_near, t_far, axis_far)`` for the ray's line:
@@ -327,8 +327,8 @@ def _ray_aabb_kernel(origins, directions, bmin, bmax, tmin, tmax, t_out, exit_ou
         dx = directions[i, 0]
         dy = directions[i, 1]
         dz = directions[i, 2]
-        t_near, axis, t_far, _ = _slabs_one(origins[i, 0], origins[i, 1], origins[i, 2], dx, dy, dz,
-                                            bmin[0], bmin[1], bmin[2], bmax[0], bmax[1], bmax[2])
+        t_near, axis, t_far, _ = slabs_one(origins[i, 0], origins[i, 1], origins[i, 2], dx, dy, dz,
+                                           bmin[0], bmin[1], bmin[2], bmax[0], bmax[1], bmax[2])
         n_out[i, 0] = 0.0
         n_out[i, 1] = 0.0
         n_out[i, 2] = 0.0
@@ -408,9 +408,9 @@ def _ray_obb_kernel(origins, directions, center, axes, half, tmin, tmax, t_out, 
         dx = axes[0, 0] * wx + axes[0, 1] * wy + axes[0, 2] * wz
         dy = axes[1, 0] * wx + axes[1, 1] * wy + axes[1, 2] * wz
         dz = axes[2, 0] * wx + axes[2, 1] * wy + axes[2, 2] * wz
-        t_near, axis_near, t_far, axis_far = _slabs_one(ox, oy, oz, dx, dy, dz,
-                                                        -half[0], -half[1], -half[2],
-                                                        half[0], half[1], half[2])
+        t_near, axis_near, t_far, axis_far = slabs_one(ox, oy, oz, dx, dy, dz,
+                                                       -half[0], -half[1], -half[2],
+                                                       half[0], half[1], half[2])
         n_out[i, 0] = 0.0
         n_out[i, 1] = 0.0
         n_out[i, 2] = 0.0
@@ -616,7 +616,7 @@ def ray_triangle(origins, directions, a, b, c, cull_backfaces=False, tmin=0.0, t
 
 
 @jit
-def _crossings(tx, ty, xs, ys):
+def crossings_inside(tx, ty, xs, ys):
     """Even–odd point-in-polygon, the crossings test (RTR4 §22.9.1).
 
     Counts crossings of the polygon's edges with the ray from ``(tx, ty)``
@@ -657,15 +657,15 @@ def _ray_polygon_kernel(origins, directions, point, normal, drop, xs, ys, tmin, 
         dx = directions[i, 0]
         dy = directions[i, 1]
         dz = directions[i, 2]
-        t = _plane_one(ox, oy, oz, dx, dy, dz, point[0], point[1], point[2],
-                       normal[0], normal[1], normal[2], tmin, tmax)
+        t = plane_one(ox, oy, oz, dx, dy, dz, point[0], point[1], point[2],
+                      normal[0], normal[1], normal[2], tmin, tmax)
         if t < FAR:
             hx = ox + t * dx
             hy = oy + t * dy
             hz = oz + t * dz
             h0 = hx if k0 == 0 else hy
             h1 = hy if k1 == 1 else hz
-            if not _crossings(h0, h1, xs, ys):
+            if not crossings_inside(h0, h1, xs, ys):
                 t = FAR
         t_out[i] = t
         hit = 1.0 if t < FAR else 0.0

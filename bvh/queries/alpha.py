@@ -54,7 +54,7 @@ import math
 import numpy as np
 
 from .._jit import jit, jit_inline
-from .ray_triangle import HIT_ROW, HIT_T, HIT_U, HIT_V, NO_HIT, moller_trumbore
+from .ray_triangle import make_triangle_leaves
 
 #: ``alphaMode`` codes of the material table (OPAQUE faces are never tested).
 MASK, BLEND = 1, 2
@@ -172,57 +172,10 @@ def alpha_passes(alpha, k, u, v, obj):
 
 # ------------------------------------------------------------------ leaf tests
 #
-# bvh.queries.ray_triangle' tests with the alpha test as their filter: a candidate that
-# fails it is skipped as if the ray had missed the face. Each takes the
-# alpha arrays and the object the walk is in besides the usual arguments.
+# bvh.queries.ray_triangle's tests with the alpha test as their filter: a
+# candidate that fails it is skipped as if the ray had missed the face. Each
+# takes the alpha arrays (``test``) and the object the walk is in besides
+# the usual arguments.
 
-
-@jit_inline
-def closest_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, hit, cull, alpha, obj):
-    """``bvh.leaf_tests.closest_hit_leaf``, skipping transparent texels."""
-    for k in range(first, first + count):
-        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
-        if t != NO_HIT and (t < tmax or hit[HIT_ROW] < 0.0) and alpha_passes(alpha, k, u, v, obj):
-            tmax = t
-            hit[HIT_T] = t
-            hit[HIT_U] = u
-            hit[HIT_V] = v
-            hit[HIT_ROW] = k
-    return tmax, False
-
-
-@jit_inline
-def any_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, occluded, alpha, obj):
-    """``bvh.leaf_tests.any_hit_leaf``, skipping transparent texels."""
-    for k in range(first, first + count):
-        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
-        if t != NO_HIT and alpha_passes(alpha, k, u, v, obj):
-            occluded[ray] = True
-            return tmax, True
-    return tmax, False
-
-
-@jit_inline
-def count_hits_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, counts, alpha, obj):
-    """``bvh.leaf_tests.count_hits_leaf``, skipping transparent texels."""
-    for k in range(first, first + count):
-        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
-        if t != NO_HIT and alpha_passes(alpha, k, u, v, obj):
-            counts[ray] += 1
-    return tmax, False
-
-
-@jit_inline
-def collect_hits_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, alpha, obj):
-    """``bvh.leaf_tests.collect_hits_leaf``, skipping transparent texels."""
-    cursor, rows, ts, us, vs = out
-    for k in range(first, first + count):
-        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
-        if t != NO_HIT and alpha_passes(alpha, k, u, v, obj):
-            slot = cursor[ray]
-            rows[slot] = k
-            ts[slot] = t
-            us[slot] = u
-            vs[slot] = v
-            cursor[ray] = slot + 1
-    return tmax, False
+closest_hit_leaf_alpha, any_hit_leaf_alpha, count_hits_leaf_alpha, collect_hits_leaf_alpha = make_triangle_leaves(
+    alpha_passes)

@@ -10,7 +10,7 @@ float64 edges of the float32 triangles, as the ray tests use.
 
 Distances are world distances. In a scene, the walk carries the point into
 each object's space to descend its mesh's tree with a lower bound on world
-distances (:func:`bvh.traversal.object_point_setup`), and the leaves map
+distances (:func:`bvh.walk.space.object_point_setup`), and the leaves map
 their triangles back to the world before measuring, so a non-uniformly
 scaled or sheared instance is measured exactly, not in its own metric.
 
@@ -28,10 +28,11 @@ from numba import prange
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from ..walk.borrow import borrowed, frame_array
 from .ray_triangle import triangle_edges
-from ..primitives.rays import _crossings
-from ..shapes import BOX, QUAD, SPHERE
-from ..walk.traversal import (make_instance_walk, make_traversal, new_stack, object_point_setup, point_setup,
-                        visit_point)
+from ..primitives.rays import crossings_inside
+from ..shapes import BOX, QUAD, SPHERE, polygon_point, polygon_row
+from ..walk.space import (MAP_03, MAP_13, MAP_23, POINT_X, POINT_Y, POINT_Z, nearest_on_ellipsoid, normal_to_world,
+                          object_point_setup, point_setup, similarity_scale2, to_object, to_world, world_point)
+from ..walk.traversal import make_instance_walk, make_traversal, new_stack, visit_point
 
 #: Fields of a point query's record (float64): squared world distance,
 #: barycentrics, packed triangle row (-1: none, or a shape), object, the
@@ -153,21 +154,12 @@ def closest_point_leaf(tris, first, count, px, py, pz, wx, wy, wz, tmin, tmax, r
 
 
 @jit_inline
-def _mapped(consts, x, y, z, w):
-    """``consts``' object-to-world map applied to ``(x, y, z)``, a point
-    (``w = 1``) or a vector (``w = 0``)."""
-    return (consts[7] * x + consts[8] * y + consts[9] * z + w * consts[10],
-            consts[11] * x + consts[12] * y + consts[13] * z + w * consts[14],
-            consts[15] * x + consts[16] * y + consts[17] * z + w * consts[18])
-
-
-@jit_inline
 def _world_triangle(consts, record, px, py, pz, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, row, obj, tmax):
     """Measure the object-space triangle ``a, e1, e2`` in the world; keep it
     if nearer. Returns ``(limit, kept)``."""
-    wax, way, waz = _mapped(consts, ax, ay, az, 1.0)
-    w1x, w1y, w1z = _mapped(consts, e1x, e1y, e1z, 0.0)
-    w2x, w2y, w2z = _mapped(consts, e2x, e2y, e2z, 0.0)
+    wax, way, waz = to_world(consts, ax, ay, az, 1.0)
+    w1x, w1y, w1z = to_world(consts, e1x, e1y, e1z, 0.0)
+    w2x, w2y, w2z = to_world(consts, e2x, e2y, e2z, 0.0)
     d2, u, v = closest_on_triangle(px, py, pz, wax, way, waz, w1x, w1y, w1z, w2x, w2y, w2z)
     if d2 <= tmax:
         return _keep_nearer(record, d2, u, v, row, obj, tmax, wax + u * w1x + v * w2x, way + u * w1y + v * w2y,
@@ -178,7 +170,7 @@ def _world_triangle(consts, record, px, py, pz, ax, ay, az, e1x, e1y, e1z, e2x, 
 @jit_inline
 def _scene_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
     record = out[0]
-    px, py, pz = consts[3], consts[4], consts[5]
+    px, py, pz = world_point(consts)
     for k in range(first, first + count):
         ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, k)
         tmax, kept = _world_triangle(consts, record, px, py, pz, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, k, obj,
@@ -220,24 +212,13 @@ def _parallelogram(consts, record, px, py, pz, cx, cy, cz, ex, ey, ez, fx, fy, f
 def _sphere(consts, record, px, py, pz, radius, obj, tmax):
     """The sphere of ``radius`` about the object's origin, in the world.
 
-    Under a map that keeps shapes (a rotation and a uniform scale, with the
-    columns of the map orthogonal and of equal length) it is a sphere, and
-    the nearest point is along the line from its centre. Otherwise it is an
-    ellipsoid, measured by :func:`_ellipsoid`."""
-    cx, cy, cz = consts[10], consts[14], consts[18]
-    c0x, c0y, c0z = consts[7], consts[11], consts[15]
-    c1x, c1y, c1z = consts[8], consts[12], consts[16]
-    c2x, c2y, c2z = consts[9], consts[13], consts[17]
-    g00 = c0x * c0x + c0y * c0y + c0z * c0z
-    g11 = c1x * c1x + c1y * c1y + c1z * c1z
-    g22 = c2x * c2x + c2y * c2y + c2z * c2z
-    g01 = c0x * c1x + c0y * c1y + c0z * c1z
-    g02 = c0x * c2x + c0y * c2y + c0z * c2z
-    g12 = c1x * c2x + c1y * c2y + c1z * c2z
-    tolerance = 1.0e-12 * g00
-    if (abs(g11 - g00) <= tolerance and abs(g22 - g00) <= tolerance and abs(g01) <= tolerance
-            and abs(g02) <= tolerance and abs(g12) <= tolerance):
-        world_radius = radius * math.sqrt(g00)
+    Under a map that keeps shapes it is a sphere, and the nearest point is
+    along the line from its centre. Otherwise it is an ellipsoid
+    (:func:`bvh.walk.space.nearest_on_ellipsoid`, out of line)."""
+    scale2 = similarity_scale2(consts)
+    if scale2 >= 0.0:
+        cx, cy, cz = consts[MAP_03], consts[MAP_13], consts[MAP_23]
+        world_radius = radius * math.sqrt(scale2)
         dx, dy, dz = px - cx, py - cy, pz - cz
         length = math.sqrt(dx * dx + dy * dy + dz * dz)
         if length == 0.0:
@@ -251,114 +232,13 @@ def _sphere(consts, record, px, py, pz, radius, obj, tmax):
             if kept:
                 _shape_normal(record, dx, dy, dz)
         return tmax
-    return _ellipsoid(consts, record, px, py, pz, radius, obj, tmax)
-
-
-@jit
-def _symmetric_eigen(m):
-    """Eigenvalues ``(3,)`` and eigenvectors (the columns of a ``(3, 3)``) of
-    the symmetric ``m``, by cyclic Jacobi rotations (Golub and Van Loan,
-    §8.5): each rotation zeroes one off-diagonal entry; a few sweeps bring
-    all three below rounding."""
-    a = m.copy()
-    vectors = np.eye(3)
-    for _ in range(50):
-        off = a[0, 1] * a[0, 1] + a[0, 2] * a[0, 2] + a[1, 2] * a[1, 2]
-        if off <= 1e-30 * (a[0, 0] * a[0, 0] + a[1, 1] * a[1, 1] + a[2, 2] * a[2, 2]):
-            break
-        for p, q in ((0, 1), (0, 2), (1, 2)):
-            if a[p, q] == 0.0:
-                continue
-            theta = (a[q, q] - a[p, p]) / (2.0 * a[p, q])
-            t = (1.0 if theta >= 0.0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
-            c = 1.0 / math.sqrt(t * t + 1.0)
-            sn = t * c
-            for k in range(3):
-                akp, akq = a[k, p], a[k, q]
-                a[k, p] = c * akp - sn * akq
-                a[k, q] = sn * akp + c * akq
-            for k in range(3):
-                apk, aqk = a[p, k], a[q, k]
-                a[p, k] = c * apk - sn * aqk
-                a[q, k] = sn * apk + c * aqk
-            for k in range(3):
-                vkp, vkq = vectors[k, p], vectors[k, q]
-                vectors[k, p] = c * vkp - sn * vkq
-                vectors[k, q] = sn * vkp + c * vkq
-    return np.array([a[0, 0], a[1, 1], a[2, 2]]), vectors
-
-
-@jit
-def _ellipsoid(consts, record, px, py, pz, radius, obj, tmax):
-    """The image of a sphere under a general linear map: an ellipsoid.
-
-    Its axes are the eigenvectors of ``L L^T`` (``L`` the map's linear part)
-    and its semi-axes ``radius`` times the square roots of the eigenvalues.
-    In that frame the nearest point ``y`` to ``x`` satisfies
-    ``y_i = e_i^2 x_i / (t + e_i^2)`` where ``t`` is the root of
-    ``sum (e_i x_i / (t + e_i^2))^2 = 1``, found by bisection (Eberly,
-    "Distance from a Point to an Ellipse, an Ellipsoid, or a Hyperellipsoid",
-    2013), on the side of the surface the point is on. Out of line: it runs
-    only for such shapes.
-    """
-    gram = np.empty((3, 3))
-    for r in range(3):
-        for c in range(3):
-            gram[r, c] = (consts[7 + 4 * r] * consts[7 + 4 * c] + consts[8 + 4 * r] * consts[8 + 4 * c]
-                          + consts[9 + 4 * r] * consts[9 + 4 * c])
-    values, axes = _symmetric_eigen(gram)
-    offset = np.array([px - consts[10], py - consts[14], pz - consts[18]])
-    local = np.empty(3)
-    semi = np.empty(3)
-    for k in range(3):
-        local[k] = axes[0, k] * offset[0] + axes[1, k] * offset[1] + axes[2, k] * offset[2]
-        semi[k] = radius * math.sqrt(max(values[k], 0.0))
-    x = np.abs(local)
-    level = np.sum((x / semi) ** 2)
-    nearest = np.zeros(3)
-    if level == 0.0:
-        # At the centre: the end of the shortest axis.
-        k = np.argmin(semi)
-        nearest[k] = semi[k]
-    else:
-        # g(t) = sum (e x / (t + e^2))^2 - 1 falls as t grows; outside
-        # (level > 1) the root is positive, inside it lies in (-e_min^2, 0).
-        low = -np.min(semi) ** 2 if level < 1.0 else 0.0
-        high = np.max(semi) * math.sqrt(np.sum(x * x)) if level > 1.0 else 0.0
-        for _ in range(2000):
-            middle = 0.5 * (low + high)
-            if middle == low or middle == high:
-                break
-            if np.sum((semi * x / (middle + semi * semi)) ** 2) > 1.0:
-                low = middle
-            else:
-                high = middle
-        t = 0.5 * (low + high)
-        for k in range(3):
-            denominator = t + semi[k] * semi[k]
-            nearest[k] = semi[k] * semi[k] * x[k] / denominator if denominator > 0.0 else 0.0
-        # A point inside on the plane of the shortest axis (x_k = 0) may have
-        # no root above -e_k^2: its nearest point leaves that plane, by the
-        # ellipsoid's equation.
-        rest = 1.0 - np.sum((nearest / semi) ** 2)
-        k = np.argmin(semi)
-        if x[k] == 0.0 and rest > 0.0:
-            nearest[k] = semi[k] * math.sqrt(rest)
-    world = np.empty(3)
-    normal = np.empty(3)
-    for r in range(3):
-        signed = np.where(local < 0.0, -nearest, nearest)
-        world[r] = np.sum(axes[r, :] * signed)
-        normal[r] = np.sum(axes[r, :] * signed / (semi * semi))
-    gap_x = world[0] + consts[10] - px
-    gap_y = world[1] + consts[14] - py
-    gap_z = world[2] + consts[18] - pz
-    d2 = gap_x * gap_x + gap_y * gap_y + gap_z * gap_z
+    d2, qx, qy, qz, nx, ny, nz = nearest_on_ellipsoid(consts, radius, px, py, pz)
     if d2 <= tmax:
-        tmax, kept = _keep_nearer(record, d2, 0.0, 0.0, -1, obj, tmax, world[0] + consts[10], world[1] + consts[14],
-                                  world[2] + consts[18])
+        tmax, kept = _keep_nearer(record, d2, 0.0, 0.0, -1, obj, tmax, qx, qy, qz)
         if kept:
-            _shape_normal(record, normal[0], normal[1], normal[2])
+            record[NEAR_NORMAL] = nx
+            record[NEAR_NORMAL + 1] = ny
+            record[NEAR_NORMAL + 2] = nz
     return tmax
 
 
@@ -367,36 +247,32 @@ def _polygon(consts, record, shape_data, start, px, py, pz, obj, tmax):
     """A planar polygon (:mod:`bvh.shapes`' row): its plane if the foot of
     the perpendicular is inside the outline, else the nearest outline edge,
     both in the world."""
-    qx, qy, qz = shape_data[start], shape_data[start + 1], shape_data[start + 2]
-    nx, ny, nz = shape_data[start + 3], shape_data[start + 4], shape_data[start + 5]
-    axis = int(shape_data[start + 6])
-    m = int(shape_data[start + 7])
-    xs = shape_data[start + 8:start + 8 + m]
-    ys = shape_data[start + 8 + m:start + 8 + 2 * m]
+    qx, qy, qz, nx, ny, nz, axis, xs, ys = polygon_row(shape_data, start)
+    m = xs.shape[0]
     # The world plane: a point and a normal (by the inverse transpose).
-    cx, cy, cz = _mapped(consts, qx, qy, qz, 1.0)
-    wnx, wny, wnz = _normal_to_world(consts, nx, ny, nz)
+    cx, cy, cz = to_world(consts, qx, qy, qz, 1.0)
+    wnx, wny, wnz = normal_to_world(consts, nx, ny, nz)
     inv_len = 1.0 / math.sqrt(wnx * wnx + wny * wny + wnz * wnz)
     wnx, wny, wnz = wnx * inv_len, wny * inv_len, wnz * inv_len
     height = (px - cx) * wnx + (py - cy) * wny + (pz - cz) * wnz
     fx, fy, fz = px - height * wnx, py - height * wny, pz - height * wnz
     # The foot in object space: the object point plus the object image of
-    # the world step from p to the foot (consts[0:3] is p in object space).
-    lfx, lfy, lfz = _to_object(consts, fx - px, fy - py, fz - pz)
-    lfx, lfy, lfz = lfx + consts[0], lfy + consts[1], lfz + consts[2]
+    # the world step from p to the foot (POINT_X .. is p in object space).
+    lfx, lfy, lfz = to_object(consts, fx - px, fy - py, fz - pz)
+    lfx, lfy, lfz = lfx + consts[POINT_X], lfy + consts[POINT_Y], lfz + consts[POINT_Z]
     u = lfy if axis == 0 else lfx
     v = lfy if axis == 2 else lfz
     kept = False
-    if _crossings(u, v, xs, ys):
+    if crossings_inside(u, v, xs, ys):
         if height * height <= tmax:
             tmax, kept = _keep_nearer(record, height * height, 0.0, 0.0, -1, obj, tmax, fx, fy, fz)
     else:
         for k in range(m):
             j = k + 1 if k + 1 < m else 0
-            ax, ay, az = _lift(axis, xs[k], ys[k], qx, qy, qz, nx, ny, nz)
-            bx, by, bz = _lift(axis, xs[j], ys[j], qx, qy, qz, nx, ny, nz)
-            wax, way, waz = _mapped(consts, ax, ay, az, 1.0)
-            wex, wey, wez = _mapped(consts, bx - ax, by - ay, bz - az, 0.0)
+            ax, ay, az = polygon_point(axis, xs[k], ys[k], qx, qy, qz, nx, ny, nz)
+            bx, by, bz = polygon_point(axis, xs[j], ys[j], qx, qy, qz, nx, ny, nz)
+            wax, way, waz = to_world(consts, ax, ay, az, 1.0)
+            wex, wey, wez = to_world(consts, bx - ax, by - ay, bz - az, 0.0)
             d2, s = _segment(px, py, pz, wax, way, waz, wex, wey, wez)
             if d2 <= tmax:
                 tmax, kept_edge = _keep_nearer(record, d2, 0.0, 0.0, -1, obj, tmax, wax + s * wex, way + s * wey,
@@ -408,50 +284,9 @@ def _polygon(consts, record, shape_data, start, px, py, pz, obj, tmax):
 
 
 @jit_inline
-def _lift(axis, u, v, qx, qy, qz, nx, ny, nz):
-    """The object-space point of the polygon's plane whose two kept
-    coordinates are ``u, v`` (the dropped one from the plane equation)."""
-    if axis == 0:
-        return qx - (ny * (u - qy) + nz * (v - qz)) / nx, u, v
-    if axis == 1:
-        return u, qy - (nx * (u - qx) + nz * (v - qz)) / ny, v
-    return u, v, qz - (nx * (u - qx) + ny * (v - qy)) / nz
-
-
-@jit_inline
-def _normal_to_world(consts, nx, ny, nz):
-    """An object-space normal in the world, not unit: by the inverse
-    transpose of the object-to-world map (its cofactor matrix over its
-    determinant, whose sign is all that matters here), so that outward stays
-    outward under mirroring, as :class:`bvh.hits.SceneHits` maps normals."""
-    a, b, c = consts[7], consts[8], consts[9]
-    d, e, f = consts[11], consts[12], consts[13]
-    g, h, i = consts[15], consts[16], consts[17]
-    c00, c01, c02 = e * i - f * h, f * g - d * i, d * h - e * g
-    sign = 1.0 if a * c00 + b * c01 + c * c02 > 0.0 else -1.0
-    return (sign * (c00 * nx + c01 * ny + c02 * nz),
-            sign * ((c * h - b * i) * nx + (a * i - c * g) * ny + (b * g - a * h) * nz),
-            sign * ((b * f - c * e) * nx + (c * d - a * f) * ny + (a * e - b * d) * nz))
-
-
-@jit_inline
 def _world_normal(consts, record, nx, ny, nz):
-    wx, wy, wz = _normal_to_world(consts, nx, ny, nz)
+    wx, wy, wz = normal_to_world(consts, nx, ny, nz)
     _shape_normal(record, wx, wy, wz)
-
-
-@jit_inline
-def _to_object(consts, x, y, z):
-    """A world vector in object space: the inverse of ``consts``' linear map."""
-    a, b, c = consts[7], consts[8], consts[9]
-    d, e, f = consts[11], consts[12], consts[13]
-    g, h, i = consts[15], consts[16], consts[17]
-    c00, c01, c02 = e * i - f * h, c * h - b * i, b * f - c * e
-    c10, c11, c12 = f * g - d * i, a * i - c * g, c * d - a * f
-    c20, c21, c22 = d * h - e * g, b * g - a * h, a * e - b * d
-    inv_det = 1.0 / (a * c00 + b * c10 + c * c20)
-    return ((c00 * x + c01 * y + c02 * z) * inv_det, (c10 * x + c11 * y + c12 * z) * inv_det,
-            (c20 * x + c21 * y + c22 * z) * inv_det)
 
 
 @jit_inline
@@ -465,7 +300,7 @@ def _shape_nearest(kind, shape_data, start, consts, record, obj, tmax):
     Out of line, and its triangles measured by one out-of-line function:
     inlined into the walk, the box's twelve triangles made the scene kernel
     take minutes to compile."""
-    px, py, pz = consts[3], consts[4], consts[5]
+    px, py, pz = world_point(consts)
     if kind == SPHERE:
         tmax = _sphere(consts, record, px, py, pz, shape_data[start], obj, tmax)
     elif kind == BOX:
@@ -589,9 +424,7 @@ def _scene_block(scene, points, limit, order, start, end, objects, rows, d2, u, 
         bound = _seeded_limit(limit, record, seeded, points[i, 0], points[i, 1], points[i, 2])
         while True:  # as in _mesh_block: to the bound, then to the limit
             _start(record)
-            _scene_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
-                        scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
-                        scene.shape_data, points, points, 0.0, bound, i, out, stack_first, stack_count, stack_t)
+            _scene_walk(scene, points, points, 0.0, bound, i, out, stack_first, stack_count, stack_t)
             if record[NEAR_OBJECT] >= 0.0 or bound >= limit:
                 break
             bound = limit

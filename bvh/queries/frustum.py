@@ -99,14 +99,46 @@ def boxes_in_frustum_parallel(bounds, planes, out):
 
 @jit_inline
 def _clip_scratch(n_planes):
-    """The scratch of :func:`_triangle_inside` for ``n_planes`` planes:
+    """The scratch of :func:`triangle_inside` for ``n_planes`` planes:
     ``(cuts, poly, other, dist)``, allocated once per task, not per triangle."""
     return (np.empty(n_planes, np.bool_), np.empty((3 + n_planes, 3)), np.empty((3 + n_planes, 3)),
             np.empty(3 + n_planes))
 
 
 @jit_inline
-def _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
+def clip_polygon(poly, count, dist, other):
+    """One step of Sutherland-Hodgman clipping: the part of the convex
+    polygon ``poly[:count]`` (rows of any width: points, or homogeneous
+    points) where an affine function whose values at its vertices are
+    ``dist[:count]`` is ``>= 0``, into ``other``. Returns its vertex count,
+    or -1 when it does not fit in ``other``."""
+    kept = 0
+    previous = count - 1
+    capacity = other.shape[0]
+    for j in range(count):
+        d_prev = dist[previous]
+        d_this = dist[j]
+        if (d_prev >= 0.0) != (d_this >= 0.0):
+            if kept == capacity:
+                return -1
+            # The edge crosses the plane: one end is >= 0, the other < 0,
+            # so d_prev - d_this is non-zero and s lies in [0, 1].
+            s = d_prev / (d_prev - d_this)
+            for k in range(poly.shape[1]):
+                other[kept, k] = poly[previous, k] + s * (poly[j, k] - poly[previous, k])
+            kept += 1
+        if d_this >= 0.0:
+            if kept == capacity:
+                return -1
+            for k in range(poly.shape[1]):
+                other[kept, k] = poly[j, k]
+            kept += 1
+        previous = j
+    return kept
+
+
+@jit_inline
+def triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
     """Whether triangle ``f`` has a point inside every plane.
 
     ``cuts (P,) bool``, ``poly`` and ``other (3 + P, 3)`` and ``dist (3 + P,)``
@@ -145,7 +177,6 @@ def _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
         poly[1, k] = vertices[b, k]
         poly[2, k] = vertices[c, k]
     count = 3
-    capacity = poly.shape[0]
     for p in range(n_planes):
         if not cuts[p]:
             continue
@@ -160,32 +191,14 @@ def _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
                 any_outside = True
         if not any_outside:
             continue
-        kept = 0
-        previous = count - 1
-        for j in range(count):
-            d_prev = dist[previous]
-            d_this = dist[j]
-            if (d_prev >= 0.0) != (d_this >= 0.0):
-                # A convex polygon gains at most one vertex per plane, but
-                # rounding can leave a sliver clipped earlier slightly
-                # non-convex, which a plane through it may cut more often.
-                # Such a sliver lies within rounding of the planes: it counts
-                # as inside, and the fixed buffers are never overrun.
-                if kept == capacity:
-                    return True
-                # The edge crosses the plane: one end is >= 0, the other < 0,
-                # so d_prev - d_this is non-zero and s lies in [0, 1].
-                s = d_prev / (d_prev - d_this)
-                for k in range(3):
-                    other[kept, k] = poly[previous, k] + s * (poly[j, k] - poly[previous, k])
-                kept += 1
-            if d_this >= 0.0:
-                if kept == capacity:
-                    return True
-                for k in range(3):
-                    other[kept, k] = poly[j, k]
-                kept += 1
-            previous = j
+        kept = clip_polygon(poly, count, dist, other)
+        if kept < 0:
+            # A convex polygon gains at most one vertex per plane, but
+            # rounding can leave a sliver clipped earlier slightly
+            # non-convex, which a plane through it may cut more often.
+            # Such a sliver lies within rounding of the planes: it counts
+            # as inside, and the fixed buffers are never overrun.
+            return True
         if kept == 0:
             return False
         poly, other = other, poly
@@ -203,7 +216,7 @@ def triangles_in_frustum_serial(vertices, faces, planes, out):
     n_planes = planes.shape[0]
     cuts, poly, other, dist = _clip_scratch(n_planes)
     for f in range(faces.shape[0]):
-        out[f] = _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist)
+        out[f] = triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist)
 
 
 @jit_parallel
@@ -215,7 +228,7 @@ def triangles_in_frustum_parallel(vertices, faces, planes, out):
     for block in prange((n + BLOCK - 1) // BLOCK):
         cuts, poly, other, dist = _clip_scratch(n_planes)
         for f in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
-            out[f] = _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist)
+            out[f] = triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist)
 
 
 @jit
@@ -224,7 +237,7 @@ def any_triangle_in_frustum_serial(vertices, faces, planes):
     n_planes = planes.shape[0]
     cuts, poly, other, dist = _clip_scratch(n_planes)
     for f in range(faces.shape[0]):
-        if _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
+        if triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
             return True
     return False
 
@@ -243,7 +256,7 @@ def any_triangle_in_frustum_parallel(vertices, faces, planes, found):
             continue
         cuts, poly, other, dist = _clip_scratch(n_planes)
         for f in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
-            if _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
+            if triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
                 found[0] = True
                 break
 
@@ -319,7 +332,7 @@ def _object_meets(vertices, faces, planes, window, cuts, poly, other, dist):
         if window:
             if not _triangle_within(vertices, faces, f, planes):
                 return False
-        elif _triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
+        elif triangle_inside(vertices, faces, f, planes, cuts, poly, other, dist):
             return True
     return window
 
@@ -443,6 +456,29 @@ def boxes_in_frustum(bounds, planes) -> np.ndarray:
     return out
 
 
+def _each_triangle(serial, parallel, vertices, faces, planes) -> np.ndarray:
+    """A per-triangle test's answer ``(F,) bool``: the inputs checked, the
+    serial kernel for up to ``BLOCK`` faces, else the parallel one."""
+    vertices, faces = _triangles(vertices, faces)
+    planes = check_planes(planes)
+    out = np.empty(faces.shape[0], np.bool_)
+    (serial if faces.shape[0] <= BLOCK else parallel)(vertices, faces, planes, out)
+    return out
+
+
+def _some_triangle(serial, parallel, vertices, faces, planes, stop_when=True) -> bool:
+    """Whether some triangle's test gives ``stop_when``: the serial kernel
+    answers that itself (it returns ``stop_when`` at the first such face),
+    the parallel one raises a flag."""
+    vertices, faces = _triangles(vertices, faces)
+    planes = check_planes(planes)
+    if faces.shape[0] <= BLOCK:
+        return bool(serial(vertices, faces, planes)) == stop_when
+    flag = np.zeros(1, np.bool_)
+    parallel(vertices, faces, planes, flag)
+    return bool(flag[0])
+
+
 def triangles_in_frustum(vertices, faces, planes) -> np.ndarray:
     """Which triangles have a point inside a convex region (exact).
 
@@ -476,12 +512,7 @@ def triangles_in_frustum(vertices, faces, planes) -> np.ndarray:
     --------
     triangles_within_frustum : triangles that lie entirely inside the region.
     """
-    vertices, faces = _triangles(vertices, faces)
-    planes = check_planes(planes)
-    out = np.empty(faces.shape[0], np.bool_)
-    kernel = triangles_in_frustum_serial if faces.shape[0] <= BLOCK else triangles_in_frustum_parallel
-    kernel(vertices, faces, planes, out)
-    return out
+    return _each_triangle(triangles_in_frustum_serial, triangles_in_frustum_parallel, vertices, faces, planes)
 
 
 def any_triangle_in_frustum(vertices, faces, planes) -> bool:
@@ -491,13 +522,7 @@ def any_triangle_in_frustum(vertices, faces, planes) -> bool:
     the first triangle inside: an object selection needs no more. ``False``
     for ``F = 0``.
     """
-    vertices, faces = _triangles(vertices, faces)
-    planes = check_planes(planes)
-    if faces.shape[0] <= BLOCK:
-        return bool(any_triangle_in_frustum_serial(vertices, faces, planes))
-    found = np.zeros(1, np.bool_)
-    any_triangle_in_frustum_parallel(vertices, faces, planes, found)
-    return bool(found[0])
+    return _some_triangle(any_triangle_in_frustum_serial, any_triangle_in_frustum_parallel, vertices, faces, planes)
 
 
 def triangles_within_frustum(vertices, faces, planes) -> np.ndarray:
@@ -505,12 +530,8 @@ def triangles_within_frustum(vertices, faces, planes) -> np.ndarray:
 
     Parameters
     ----------
-    vertices : (V, 3) array_like
-        Finite.
-    faces : (F, 3) array_like of int
-        Vertex indices; ``F = 0`` gives an empty answer.
-    planes : (P, 4) or (4,) array_like
-        Inward half-spaces ``n . x + d >= 0`` (any non-zero normal length).
+    vertices, faces, planes
+        As for :func:`triangles_in_frustum`.
 
     Returns
     -------
@@ -524,12 +545,7 @@ def triangles_within_frustum(vertices, faces, planes) -> np.ndarray:
     --------
     triangles_in_frustum : triangles that merely meet the region.
     """
-    vertices, faces = _triangles(vertices, faces)
-    planes = check_planes(planes)
-    out = np.empty(faces.shape[0], np.bool_)
-    kernel = triangles_within_frustum_serial if faces.shape[0] <= BLOCK else triangles_within_frustum_parallel
-    kernel(vertices, faces, planes, out)
-    return out
+    return _each_triangle(triangles_within_frustum_serial, triangles_within_frustum_parallel, vertices, faces, planes)
 
 
 def all_triangles_within_frustum(vertices, faces, planes) -> bool:
@@ -540,13 +556,8 @@ def all_triangles_within_frustum(vertices, faces, planes) -> bool:
     needs no more. Only the vertices that faces use count. ``True`` for
     ``F = 0`` (nothing lies outside).
     """
-    vertices, faces = _triangles(vertices, faces)
-    planes = check_planes(planes)
-    if faces.shape[0] <= BLOCK:
-        return bool(all_triangles_within_frustum_serial(vertices, faces, planes))
-    outside = np.zeros(1, np.bool_)
-    all_triangles_within_frustum_parallel(vertices, faces, planes, outside)
-    return not bool(outside[0])
+    return not _some_triangle(all_triangles_within_frustum_serial, all_triangles_within_frustum_parallel, vertices,
+                              faces, planes, stop_when=False)
 
 
 def planes_to_object_space(planes, transform) -> np.ndarray:

@@ -5,7 +5,7 @@ object and triangle ids into an off-screen image once; while the camera stays
 still, every pick is a look-up in that image. Here the image is traced: one
 ray through each pixel centre (:meth:`bvh.camera.Camera.rays`, the rays a
 camera pick of ``[x + 0.5, y + 0.5]`` casts) and the scene's closest-hit walk
-(:func:`bvh.scene_kernels._closest_block`), block by block on every thread,
+(:func:`bvh.queries.scene_rays.closest_hits_block`), block by block on every thread,
 each block's hits written straight into compact per-pixel arrays. A
 perspective camera's rays are made block by block too, by the function
 :meth:`Camera.rays` uses, so no image-sized ray array is ever allocated.
@@ -17,8 +17,8 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit_parallel
-from ..camera import Camera, _perspective_rays, pixel_centers
-from .scene_rays import _closest_block
+from ..camera import Camera, perspective_rays, pixel_centers
+from .scene_rays import closest_hits_block
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def id_buffer_parallel(scene, alpha, width, height, eye, ray_map, origins, direc
         The image; pixel ``i`` is ``(i % width, i // width)``.
     eye : (3,) float64
     ray_map : (3, 4) float64
-        A perspective camera's rays (see ``bvh.camera._perspective_rays``),
+        A perspective camera's rays (see ``bvh.camera.perspective_rays``),
         used when ``origins`` is empty.
     origins, directions : (N, 3) or (0, 3) float64
         The rays of every pixel, given (an orthographic camera's), or none.
@@ -106,7 +106,7 @@ def id_buffer_parallel(scene, alpha, width, height, eye, ray_map, origins, direc
                 pixels[i, 1] = (start + i) // width + 0.5
             block_origins = np.empty((m, 3))
             block_directions = np.empty((m, 3))
-            _perspective_rays(pixels, float(width), float(height), eye, ray_map, block_origins, block_directions)
+            perspective_rays(pixels, float(width), float(height), eye, ray_map, block_origins, block_directions)
         # The walk's world outputs, per block: a block's worth stays in
         # cache, and the image's arrays are written once.
         obj = np.empty(m, np.int64)
@@ -120,8 +120,8 @@ def id_buffer_parallel(scene, alpha, width, height, eye, ray_map, origins, direc
         front_face = np.empty(m, np.bool_)
         # A typed 0: the literal would make the block a second signature to
         # compile, beside the batch picks' (the two-lane walk: 14 s cold).
-        _closest_block(scene, alpha, block_origins, block_directions, tmin, tmax, cull, np.int64(0), m, obj, mesh,
-                       triangle, t, u, v, point, normal, front_face)
+        closest_hits_block(scene, alpha, block_origins, block_directions, tmin, tmax, cull, np.int64(0), m, obj,
+                           mesh, triangle, t, u, v, point, normal, front_face)
         for i in range(m):
             out_object[start + i] = obj[i]
             out_triangle[start + i] = triangle[i]

@@ -40,6 +40,7 @@ from numba import prange
 
 from .._jit import jit, jit_inline, jit_parallel
 from ..camera import MAX_PIXEL, Camera
+from .frustum import clip_polygon
 
 #: Faces per parallel task, as in :mod:`bvh.queries.frustum`.
 BLOCK = 2048
@@ -48,11 +49,29 @@ BLOCK = 2048
 #: event rarely has more than a few hundred.
 MAX_POINTS = 10_000
 
-#: Vertices of a triangle clipped by the near and far planes: each adds at most one.
-_CLIPPED = 5
+#: Room for a triangle clipped by the near and far planes. Each plane adds
+#: at most one vertex to a convex polygon (5), but rounding may leave the
+#: quadrilateral of the first cut a sliver the second crosses four times:
+#: a clip keeps its vertices on the inside and adds one per sign change,
+#: at most 2 + 4 for four vertices, so 6 rows are never overrun.
+_CLIPPED = 6
 
 
 # ------------------------------------------------------------------ kernels
+
+
+@jit_inline
+def _crossing(polygon, i, j, y):
+    """Whether the edge from corner ``j`` to corner ``i`` of ``polygon`` crosses
+    the line at height ``y`` by PNPOLY's rule (a corner at ``y`` is below
+    it), and the crossing's ``x``: ``(crosses, x)``."""
+    xi = polygon[i, 0]
+    yi = polygon[i, 1]
+    xj = polygon[j, 0]
+    yj = polygon[j, 1]
+    if (yi > y) != (yj > y):
+        return True, (xj - xi) * (y - yi) / (yj - yi) + xi
+    return False, 0.0
 
 
 @jit_inline
@@ -62,13 +81,9 @@ def _inside(polygon, x, y):
     inside = False
     j = n - 1
     for i in range(n):
-        xi = polygon[i, 0]
-        yi = polygon[i, 1]
-        xj = polygon[j, 0]
-        yj = polygon[j, 1]
-        if (yi > y) != (yj > y):
-            if x < (xj - xi) * (y - yi) / (yj - yi) + xi:
-                inside = not inside
+        crosses, at = _crossing(polygon, i, j, y)
+        if crosses and x < at:
+            inside = not inside
         j = i
     return inside
 
@@ -119,13 +134,13 @@ def _inside_convex(outline, count, x, y):
 
 
 @jit_inline
-def _face_test(vertices, faces, f, matrix, polygon, box, window, clip, other, outline):
+def _face_test(vertices, faces, f, matrix, polygon, box, window, clip, other, outline, dist):
     """Whether face ``f`` meets (``window`` False) or lies within (True) the lasso.
 
     ``matrix (4, 4)``: the face's space to sign-normalised clip space;
     ``polygon (n, 2)``: the lasso in NDC; ``box (4,)``: its bounds
-    ``xmin, ymin, xmax, ymax``; ``clip``, ``other (5, 4)`` and ``outline
-    (5, 2)`` are scratch.
+    ``xmin, ymin, xmax, ymax``; ``clip``, ``other (6, 4)``, ``outline (6, 2)``
+    and ``dist (6,)`` are scratch.
     """
     for corner in range(3):
         v = faces[f, corner]
@@ -140,27 +155,14 @@ def _face_test(vertices, faces, f, matrix, polygon, box, window, clip, other, ou
         sign = 1.0 if plane == 0 else -1.0
         outside = False
         for j in range(count):
-            if sign * clip[j, 2] + clip[j, 3] < 0.0:
+            dist[j] = sign * clip[j, 2] + clip[j, 3]
+            if dist[j] < 0.0:
                 outside = True
         if not outside:
             continue
         if window:
             return False
-        kept = 0
-        previous = count - 1
-        for j in range(count):
-            d_prev = sign * clip[previous, 2] + clip[previous, 3]
-            d_this = sign * clip[j, 2] + clip[j, 3]
-            if (d_prev >= 0.0) != (d_this >= 0.0):
-                s = d_prev / (d_prev - d_this)
-                for r in range(4):
-                    other[kept, r] = clip[previous, r] + s * (clip[j, r] - clip[previous, r])
-                kept += 1
-            if d_this >= 0.0:
-                for r in range(4):
-                    other[kept, r] = clip[j, r]
-                kept += 1
-            previous = j
+        kept = clip_polygon(clip, count, dist, other)
         if kept == 0:
             return False
         clip, other = other, clip
@@ -218,8 +220,9 @@ def faces_in_lasso_serial(vertices, faces, matrix, polygon, box, window, out):
     clip = np.empty((_CLIPPED, 4))
     other = np.empty((_CLIPPED, 4))
     outline = np.empty((_CLIPPED, 2))
+    dist = np.empty(_CLIPPED)
     for f in range(faces.shape[0]):
-        out[f] = _face_test(vertices, faces, f, matrix, polygon, box, window, clip, other, outline)
+        out[f] = _face_test(vertices, faces, f, matrix, polygon, box, window, clip, other, outline, dist)
 
 
 @jit_parallel
@@ -230,8 +233,9 @@ def faces_in_lasso_parallel(vertices, faces, matrix, polygon, box, window, out):
         clip = np.empty((_CLIPPED, 4))
         other = np.empty((_CLIPPED, 4))
         outline = np.empty((_CLIPPED, 2))
+        dist = np.empty(_CLIPPED)
         for f in range(block * BLOCK, min(n, (block + 1) * BLOCK)):
-            out[f] = _face_test(vertices, faces, f, matrix, polygon, box, window, clip, other, outline)
+            out[f] = _face_test(vertices, faces, f, matrix, polygon, box, window, clip, other, outline, dist)
 
 
 @jit
@@ -261,12 +265,9 @@ def _polygon_pixels(polygon, width, height, stride, crossings, out):
         m = 0
         j = n - 1
         for i in range(n):
-            xi = polygon[i, 0]
-            yi = polygon[i, 1]
-            xj = polygon[j, 0]
-            yj = polygon[j, 1]
-            if (yi > y) != (yj > y):
-                crossings[m] = (xj - xi) * (y - yi) / (yj - yi) + xi
+            crosses, at = _crossing(polygon, i, j, y)
+            if crosses:
+                crossings[m] = at
                 m += 1
             j = i
         crossings[:m].sort()

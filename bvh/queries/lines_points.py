@@ -75,22 +75,24 @@ from numba import prange
 
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from ..walk.borrow import borrowed
-from .closest_point import _mapped
 from .ray_triangle import HIT_T
-from .scene_rays import (_closest_mesh_leaf, _closest_shape_leaf, _finish_closest, _hit_record, _keep_hit,
-                            _start_hit)
-from ..walk.traversal import (make_instance_step, new_stack, object_point_setup, object_ray_setup, point_setup, ray_setup,
-                        visit_swept)
+from .ray_triangle import hit_record
+from .scene_rays import RawHits, closest_mesh_leaf, closest_shape_leaf, finish_closest, keep_hit, start_hit
+from ..walk.space import (PICK_DX, PICK_DY, PICK_DZ, PICK_LINE_SLOPE, PICK_LINE_TOL, PICK_POINT_SLOPE,
+                          PICK_POINT_TOL, PICK_T_CAP, PICK_TMAX, PICK_TMIN, SWEPT_SLACK, SWEPT_WORLD, TREE_KIND,
+                          object_swept_setup, swept_setup, world_offset)
+from ..walk.drivers import make_instance_lanes
+from ..walk.traversal import make_instance_step, visit_swept
 
-#: Kinds of tree a walk is in, told by the setups (``consts[16]``).
+#: Kinds of tree a walk is in, told by the setups (``consts[TREE_KIND]``).
 WORLD_TREE, MESH_TREE, LINE_TREE, POINT_TREE = 0, 1, 2, 3
 
 #: Kinds of primitive a scene hit reports (``SceneHits.primitive``).
 MISS, TRIANGLE, SHAPE, SEGMENT, POINT = -1, 0, 1, 2, 3
 
-#: Grows the node bound's radius by a few parts in 1e12, as the sphere
-#: cast's ``SWEEP_SLACK``: more than the roundings of the bound.
-RADIUS_SLACK = 1.0 + 4.0e-12
+#: Grows the node bound's radius by a few parts in 1e12, as the swept
+#: setups do: more than the roundings of the bound.
+RADIUS_SLACK = SWEPT_SLACK
 
 #: A parallel ray and segment: ``(d.d)(e.e) - (d.e)^2`` below this fraction
 #: of ``(d.d)(e.e)`` (the sine squared of their angle) is treated as zero.
@@ -150,31 +152,30 @@ class LinePointArrays(NamedTuple):
 
 # ------------------------------------------------------------------ setups
 #
-# The query's constants: ray_setup's fifteen values in the tree's space, the
-# factor from world radii to an upper bound of their size there, the tree's
-# kind, and object_point_setup's map from the tree's space to the world.
-# ``inverse`` is the pair ``(inverse, tree_kind)`` of LinePointArrays.
+# The query's constants: the swept layout of bvh.walk.space (the ray in the
+# tree's space, the factor from world radii to an upper bound of their size
+# there, the map from the tree's space to the world), then the tree's kind
+# (TREE_KIND). ``inverse`` is the pair ``(inverse, tree_kind)`` of
+# LinePointArrays.
 
 
 @jit_inline
 def pick_setup(ox, oy, oz, dx, dy, dz):
-    return ray_setup(ox, oy, oz, dx, dy, dz) + (RADIUS_SLACK, np.int64(WORLD_TREE),
-                                                point_setup(ox, oy, oz, dx, dy, dz))
+    return swept_setup(ox, oy, oz, dx, dy, dz) + (np.int64(WORLD_TREE),)
 
 
 @jit_inline
 def object_pick_setup(inverse, o, ox, oy, oz, dx, dy, dz):
     maps, tree_kind = inverse
-    world = object_point_setup(maps, o, ox, oy, oz, dx, dy, dz)
-    return object_ray_setup(maps, o, ox, oy, oz, dx, dy, dz) + (
-        RADIUS_SLACK / math.sqrt(world[6]), np.int64(tree_kind[o]), world)
+    return object_swept_setup(maps, o, ox, oy, oz, dx, dy, dz) + (np.int64(tree_kind[o]),)
 
 
 # ------------------------------------------------------------------ window
 #
 # Per-ray values, in place of the walk's tmin (the walk hands them on
-# untouched): (tmin, tmax, line tolerance, line slope * |d|, point tolerance,
-# point slope * |d|, t_cap, dx, dy, dz).
+# untouched): the pick window of bvh.walk.space (PICK_*), (tmin, tmax, line
+# tolerance, line slope * |d|, point tolerance, point slope * |d|, t_cap,
+# dx, dy, dz).
 
 
 @jit_inline
@@ -191,20 +192,20 @@ def _window(tmin, tmax, line_tol, line_slope, point_tol, point_slope, box, ox, o
 @jit_inline
 def _tolerance(window, kind, t):
     if kind == POINT:
-        return window[4] + window[5] * t
-    return window[2] + window[3] * t
+        return window[PICK_POINT_TOL] + window[PICK_POINT_SLOPE] * t
+    return window[PICK_LINE_TOL] + window[PICK_LINE_SLOPE] * t
 
 
 @jit_inline
 def _surface_limit(out, window):
     # A surface beyond the nearest line or point hit cannot change the
     # answer (that hit wins at t* <= t_s), so surfaces are searched up to it.
-    return min(window[1], min(out[0][HIT_T], out[3][LP_T]))
+    return min(window[PICK_TMAX], min(out[0][HIT_T], out[3][LP_T]))
 
 
 @jit_inline
 def _line_limit(out, window):
-    return min(window[1], out[3][LP_T])
+    return min(window[PICK_TMAX], out[3][LP_T])
 
 
 # ------------------------------------------------------------------ bound
@@ -214,19 +215,21 @@ def _line_limit(out, window):
 def visit_tolerance(nodes, links, consts, window, tmax, node, sp, stack_first, stack_count, stack_t, ray, out):
     """The node bound of a pick (see the module's notes): ``nodes`` and
     ``links`` are pairs, the first for the top level and meshes, the second
-    for line and point sets; ``consts[16]`` says which tree this is."""
-    which = consts[16]
+    for line and point sets; ``consts[TREE_KIND]`` says which tree this is.
+    The swept bound's window is ``(tmin, radius)``."""
+    which = consts[TREE_KIND]
+    tmin = window[PICK_TMIN]
     if which == MESH_TREE:
-        return visit_swept(nodes[0], links[0], consts, (window[0], 0.0), min(tmax, _surface_limit(out, window)),
+        return visit_swept(nodes[0], links[0], consts, (tmin, 0.0), min(tmax, _surface_limit(out, window)),
                            node, sp, stack_first, stack_count, stack_t, ray, out)
     if which == WORLD_TREE:
-        reach = min(tmax, window[6])
+        reach = min(tmax, window[PICK_T_CAP])
         radius = max(_tolerance(window, SEGMENT, reach), _tolerance(window, POINT, reach))
-        return visit_swept(nodes[0], links[0], consts, (window[0], radius), tmax, node, sp, stack_first,
+        return visit_swept(nodes[0], links[0], consts, (tmin, radius), tmax, node, sp, stack_first,
                            stack_count, stack_t, ray, out)
     limit = min(tmax, _line_limit(out, window))
-    radius = _tolerance(window, POINT if which == POINT_TREE else SEGMENT, min(limit, window[6]))
-    return visit_swept(nodes[1], links[1], consts, (window[0], radius), limit, node, sp, stack_first, stack_count,
+    radius = _tolerance(window, POINT if which == POINT_TREE else SEGMENT, min(limit, window[PICK_T_CAP]))
+    return visit_swept(nodes[1], links[1], consts, (tmin, radius), limit, node, sp, stack_first, stack_count,
                        stack_t, ray, out)
 
 
@@ -309,7 +312,7 @@ def _better(record, t, kind, d2, obj, index):
 @jit_inline
 def _keep(record, window, t, s, kind, d2, obj, index, px, py, pz):
     tol = _tolerance(window, kind, t)
-    if t > window[1] or d2 > tol * tol or not _better(record, t, kind, d2, np.float64(obj), index):
+    if t > window[PICK_TMAX] or d2 > tol * tol or not _better(record, t, kind, d2, np.float64(obj), index):
         return
     record[LP_T] = t
     record[LP_D2] = d2
@@ -325,9 +328,8 @@ def _keep(record, window, t, s, kind, d2, obj, index, px, py, pz):
 
 @jit_inline
 def _segment_leaf(segments, segment_index, first, count, consts, window, record, obj):
-    world = consts[17]
-    wx, wy, wz = world[3], world[4], world[5]
-    dx, dy, dz = window[7], window[8], window[9]
+    world = consts[SWEPT_WORLD]
+    dx, dy, dz = window[PICK_DX], window[PICK_DY], window[PICK_DZ]
     for k in range(first, first + count):
         base = k * 6
         ax = np.float64(segments[np.uint64(base)])
@@ -342,10 +344,9 @@ def _segment_leaf(segments, segment_index, first, count, consts, window, record,
         reverse = ax > bx or (ax == bx and (ay > by or (ay == by and az > bz)))
         if reverse:
             ax, ay, az, bx, by, bz = bx, by, bz, ax, ay, az
-        pax, pay, paz = _mapped(world, ax, ay, az, 1.0)
-        pbx, pby, pbz = _mapped(world, bx, by, bz, 1.0)
-        t, s, px, py, pz, d2 = segment_approach(pax - wx, pay - wy, paz - wz, pbx - wx, pby - wy, pbz - wz, dx, dy,
-                                                dz, window[0])
+        pax, pay, paz = world_offset(world, ax, ay, az)
+        pbx, pby, pbz = world_offset(world, bx, by, bz)
+        t, s, px, py, pz, d2 = segment_approach(pax, pay, paz, pbx, pby, pbz, dx, dy, dz, window[PICK_TMIN])
         if reverse:
             s = 1.0 - s
         _keep(record, window, t, s, SEGMENT, d2, obj, np.float64(segment_index[k]), px, py, pz)
@@ -353,15 +354,13 @@ def _segment_leaf(segments, segment_index, first, count, consts, window, record,
 
 @jit_inline
 def _point_leaf(points, point_index, first, count, consts, window, record, obj):
-    world = consts[17]
-    wx, wy, wz = world[3], world[4], world[5]
-    dx, dy, dz = window[7], window[8], window[9]
+    world = consts[SWEPT_WORLD]
+    dx, dy, dz = window[PICK_DX], window[PICK_DY], window[PICK_DZ]
     for k in range(first, first + count):
         base = k * 3
-        qx, qy, qz = _mapped(world, np.float64(points[np.uint64(base)]), np.float64(points[np.uint64(base + 1)]),
-                             np.float64(points[np.uint64(base + 2)]), 1.0)
-        px, py, pz = qx - wx, qy - wy, qz - wz
-        t, d2 = point_approach(px, py, pz, dx, dy, dz, window[0])
+        px, py, pz = world_offset(world, np.float64(points[np.uint64(base)]),
+                                  np.float64(points[np.uint64(base + 1)]), np.float64(points[np.uint64(base + 2)]))
+        t, d2 = point_approach(px, py, pz, dx, dy, dz, window[PICK_TMIN])
         _keep(record, window, t, 0.0, POINT, d2, obj, np.float64(point_index[k]), px, py, pz)
 
 
@@ -381,10 +380,10 @@ def _walk_limit(out, window):
 @jit_inline
 def _pick_tree_leaf(geometry, first, count, consts, window, tmax, ray, out, obj):
     tris, segments, segment_index, points, point_index = geometry
-    which = consts[16]
+    which = consts[TREE_KIND]
     if which == MESH_TREE:
-        _closest_mesh_leaf(tris, first, count, consts, window[0], _surface_limit(out, window), ray,
-                           (out[0], out[1], out[2]), obj)
+        closest_mesh_leaf(tris, first, count, consts, window[PICK_TMIN], _surface_limit(out, window), ray,
+                          (out[0], out[1], out[2]), obj)
     elif which == LINE_TREE:
         _segment_leaf(segments, segment_index, first, count, consts, window, out[3], obj)
     else:
@@ -394,8 +393,8 @@ def _pick_tree_leaf(geometry, first, count, consts, window, tmax, ray, out, obj)
 
 @jit_inline
 def _pick_shape_leaf(kind, shape_data, start, consts, window, tmax, ray, out, obj):
-    _closest_shape_leaf(kind, shape_data, start, consts, window[0], _surface_limit(out, window), ray,
-                        (out[0], out[1], out[2]), obj)
+    closest_shape_leaf(kind, shape_data, start, consts, window[PICK_TMIN], _surface_limit(out, window), ray,
+                       (out[0], out[1], out[2]), obj)
     return _walk_limit(out, window), False
 
 
@@ -422,18 +421,68 @@ def _line_wins(record, t_surface, normal, i, dx, dy, dz):
     return depth >= -record[LP_TOL]
 
 
+class _PickScene(NamedTuple):
+    """A scene as a pick's walk sees it (:func:`bvh.walk.traversal.make_instance_step`'s
+    fields): pairs of node arrays (meshes' and the top level's first, line
+    and point sets' second, see :func:`visit_tolerance`), every tree's
+    geometry (:func:`_pick_tree_leaf`), and :class:`LinePointArrays`'
+    objects, trees and maps."""
+
+    top_nodes: tuple
+    top_links: tuple
+    top_order: np.ndarray
+    enabled: np.ndarray
+    kind: np.ndarray
+    mesh_of: np.ndarray
+    inverse: tuple
+    mesh_root: np.ndarray
+    nodes: tuple
+    links: tuple
+    tris: tuple
+    shape_start: np.ndarray
+    shape_data: np.ndarray
+
+
+class _PickBlock(NamedTuple):
+    """What the two lanes of a pick share (:func:`bvh.walk.drivers.make_instance_lanes`)."""
+
+    scene: _PickScene
+    origins: np.ndarray
+    directions: np.ndarray
+    tolerances: np.ndarray
+    box: np.ndarray
+    tmin: float
+    tmax: float
+    cull: bool
+    alpha: tuple
+    records: np.ndarray
+    raw: RawHits
+
+
 @jit_inline
-def _start_pick(hit, record, tmin, tmax, tolerances, box, origins, directions, i):
-    """Ray ``i``'s records emptied; its window (:func:`_window`) and constants."""
-    _start_hit(hit)
+def _begin_pick(block, hit, i):
+    """Ray ``i``'s records emptied; its constants, window (:func:`_window`)
+    and ``out``."""
+    record = block.records[i]
+    start_hit(hit)
     record[LP_T] = np.inf
     record[LP_OBJECT] = -1.0
     record[LP_KIND] = -1.0
+    origins, directions, tolerances = block.origins, block.directions, block.tolerances
     ox, oy, oz = origins[i, 0], origins[i, 1], origins[i, 2]
     dx, dy, dz = directions[i, 0], directions[i, 1], directions[i, 2]
-    window = _window(tmin, tmax, tolerances[i, 0], tolerances[i, 1], tolerances[i, 2], tolerances[i, 3], box, ox, oy,
-                     oz, dx, dy, dz)
-    return window, pick_setup(ox, oy, oz, dx, dy, dz)
+    window = _window(block.tmin, block.tmax, tolerances[i, 0], tolerances[i, 1], tolerances[i, 2], tolerances[i, 3],
+                     block.box, ox, oy, oz, dx, dy, dz)
+    return pick_setup(ox, oy, oz, dx, dy, dz), window, (hit, block.cull, block.alpha, record)
+
+
+@jit_inline
+def _finish_pick(block, hit, i):
+    raw = block.raw
+    keep_hit(hit, i, raw.object, raw.row, raw.t, raw.u, raw.v, raw.normal)
+
+
+_pick_lanes = make_instance_lanes(_pick_step, _begin_pick, _finish_pick)
 
 
 @jit
@@ -444,67 +493,19 @@ def _pick_block(scene, lp, alpha, origins, directions, tolerances, box, tmin, tm
         return
     scene, lp, alpha, origins, directions, tolerances, box, records = borrowed(
         (scene, lp, alpha, origins, directions, tolerances, box, records))
-    hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal = borrowed(
-        (hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal))
-    top_nodes = (scene.top_nodes, scene.top_nodes)
-    top_links = (scene.top_links, scene.top_links)
-    nodes = (scene.nodes, lp.nodes)
-    links = (scene.links, lp.links)
-    geometry = (scene.tris, lp.segments, lp.segment_index, lp.points, lp.point_index)
-    inverse = (lp.inverse, lp.tree_kind)
-    top_order, enabled, walk_kind, tree_of, roots = scene.top_order, lp.enabled, lp.walk_kind, lp.tree_of, lp.roots
-    shape_start, shape_data = scene.shape_start, scene.shape_data
+    raw = borrowed(RawHits(hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal))
+    walked = _PickScene((scene.top_nodes, scene.top_nodes), (scene.top_links, scene.top_links), scene.top_order,
+                        lp.enabled, lp.walk_kind, lp.tree_of, (lp.inverse, lp.tree_kind), lp.roots,
+                        (scene.nodes, lp.nodes), (scene.links, lp.links),
+                        (scene.tris, lp.segments, lp.segment_index, lp.points, lp.point_index), scene.shape_start,
+                        scene.shape_data)
     # Two rays in turns, a step each, as the closest-hit block walks them
-    # (bvh.scene_kernels._closest_block).
-    first_a, count_a, t_a = new_stack()
-    first_b, count_b, t_b = new_stack()
-    hit_a = _hit_record()
-    hit_b = _hit_record()
-    ray_a = start
-    out_a = (hit_a, cull, alpha, records[ray_a])
-    window_a, consts_a = _start_pick(hit_a, out_a[3], tmin, tmax, tolerances, box, origins, directions, ray_a)
-    node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, busy_a = 0, 0, 0, -1, -1, tmax, True
-    ray_b = min(start + 1, end - 1)
-    out_b = (hit_b, cull, alpha, records[ray_b])
-    window_b, consts_b = _start_pick(hit_b, out_b[3], tmin, tmax, tolerances, box, origins, directions, ray_b)
-    node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, busy_b = 0, 0, 0, -1, -1, tmax, start + 1 < end
-    next_ray = start + 2
-    while busy_a or busy_b:
-        if busy_a:
-            consts_a, node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, done = _pick_step(
-                top_nodes, top_links, top_order, enabled, walk_kind, tree_of, inverse, roots, nodes, links, geometry,
-                shape_start, shape_data, origins, directions, window_a, ray_a, out_a, first_a, count_a, t_a,
-                consts_a, node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a)
-            if done:
-                _keep_hit(hit_a, ray_a, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
-                if next_ray < end:
-                    ray_a = next_ray
-                    next_ray += 1
-                    out_a = (hit_a, cull, alpha, records[ray_a])
-                    window_a, consts_a = _start_pick(hit_a, out_a[3], tmin, tmax, tolerances, box, origins,
-                                                     directions, ray_a)
-                    node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a = 0, 0, 0, -1, -1, tmax
-                else:
-                    busy_a = False
-        if busy_b:
-            consts_b, node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, done = _pick_step(
-                top_nodes, top_links, top_order, enabled, walk_kind, tree_of, inverse, roots, nodes, links, geometry,
-                shape_start, shape_data, origins, directions, window_b, ray_b, out_b, first_b, count_b, t_b,
-                consts_b, node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b)
-            if done:
-                _keep_hit(hit_b, ray_b, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
-                if next_ray < end:
-                    ray_b = next_ray
-                    next_ray += 1
-                    out_b = (hit_b, cull, alpha, records[ray_b])
-                    window_b, consts_b = _start_pick(hit_b, out_b[3], tmin, tmax, tolerances, box, origins,
-                                                     directions, ray_b)
-                    node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b = 0, 0, 0, -1, -1, tmax
-                else:
-                    busy_b = False
-    _finish_closest(start, end, 0, scene.kind, scene.mesh_of, scene.inverse, scene.tris, scene.face_index, origins,
-                    directions, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh,
-                    out_triangle, t, u, v, point, normal, front_face)
+    # (bvh.queries.scene_rays.closest_hits_block).
+    _pick_lanes(_PickBlock(walked, origins, directions, tolerances, box, tmin, tmax, cull, alpha, records, raw),
+                hit_record(), hit_record(), start, end)
+    finish_closest(start, end, 0, scene.kind, scene.mesh_of, scene.inverse, scene.tris, scene.face_index, origins,
+                   directions, raw.object, raw.row, raw.t, raw.u, raw.v, raw.normal, out_object, out_mesh,
+                   out_triangle, t, u, v, point, normal, front_face)
     set_of = lp.set_of
     for i in range(start, end):
         record = records[i]

@@ -10,14 +10,18 @@ inside the per-ray loop. Kernels take plain arrays; the Python wrappers in
 """
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import prange
 
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
-from .ray_triangle import (HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V, any_hit_leaf, closest_hit_leaf, collect_hits_leaf,
-                         count_hits_leaf, triangle_edges)
-from ..walk.traversal import make_step, make_traversal, new_stack, ray_setup
+from .ray_triangle import (HIT_ROW, HIT_T, HIT_U, HIT_V, any_hit_leaf, closest_hit_leaf, collect_hits_leaf,
+                           count_hits_leaf, hit_record, share_vertex, sort_hits, triangle_edges)
+from ..walk.borrow import borrowed
+from ..walk.drivers import make_tree_lanes
+from ..walk.space import ray_setup
+from ..walk.traversal import make_step, make_traversal, new_stack
 
 _closest_step = make_step(closest_hit_leaf)
 _any_traversal = make_traversal(any_hit_leaf)
@@ -73,12 +77,44 @@ def _finish_closest(start, end, tris, face_index, origins, directions, rows, tri
         front_face[i] = nx * directions[i, 0] + ny * directions[i, 1] + nz * directions[i, 2] < 0.0
 
 
+class _ClosestBlock(NamedTuple):
+    """What the two lanes of a closest-hit block share
+    (:func:`bvh.walk.drivers.make_tree_lanes`): the flat tree, the
+    mesh's centring offset, the rays and their window, and the per-ray
+    outputs the walk fills."""
+
+    nodes: np.ndarray
+    links: np.ndarray
+    tris: np.ndarray
+    offset: np.ndarray
+    origins: np.ndarray
+    directions: np.ndarray
+    tmin: float
+    tmax: float
+    cull: bool
+    rows: np.ndarray
+    t: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+
+
 @jit_inline
-def _start_ray(origins, directions, offset, i, hit):
-    """Ray ``i``'s slab constants, in the mesh's centred frame; no hit yet in ``hit``."""
+def _begin_closest(block, hit, i):
+    """Ray ``i``'s slab constants in the mesh's centred frame, its ``tmin``
+    and ``out`` (``closest_hit_leaf``'s), no hit yet in ``hit``."""
     hit[HIT_ROW] = -1.0
-    return ray_setup(origins[i, 0] - offset[0], origins[i, 1] - offset[1], origins[i, 2] - offset[2],
-                     directions[i, 0], directions[i, 1], directions[i, 2])
+    offset, origins, directions = block.offset, block.origins, block.directions
+    consts = ray_setup(origins[i, 0] - offset[0], origins[i, 1] - offset[1], origins[i, 2] - offset[2],
+                       directions[i, 0], directions[i, 1], directions[i, 2])
+    return consts, block.tmin, (hit, block.cull)
+
+
+@jit_inline
+def _finish_ray(block, hit, i):
+    _keep(hit, i, block.rows, block.t, block.u, block.v)
+
+
+_closest_lanes = make_tree_lanes(_closest_step, _begin_closest, _finish_ray)
 
 
 @jit
@@ -86,55 +122,11 @@ def _closest_block(nodes, links, tris, face_index, offset, origins, directions, 
                    start, end, rows, triangle, t, u, v, point, normal, front_face):
     if start >= end:
         return
-    flat_nodes = nodes.reshape(nodes.size)
-    flat_links = links.reshape(links.size)
     flat_tris = tris.reshape(tris.size)
-    hit_a = np.empty(HIT_RECORD)
-    hit_b = np.empty(HIT_RECORD)
-    out_a = (hit_a, cull)
-    out_b = (hit_b, cull)
-    # Two rays, a and b, walk the tree in turns, a step each. One ray's walk
-    # is a chain of dependent loads and comparisons, node after node; the
-    # other's step does not depend on it, so the processor overlaps the two
-    # (measured: 13-20% more rays per second on random rays). The two lanes
-    # are written out rather than folded into a helper taking and returning
-    # a tuple of lane state and stacks: that version ran three times slower.
-    first_a, count_a, t_a = new_stack()
-    first_b, count_b, t_b = new_stack()
-    ray_a = start
-    consts_a = _start_ray(origins, directions, offset, ray_a, hit_a)
-    node_a, leaf_a, sp_a, tmax_a, busy_a = 0, 0, 0, tmax, True
-    ray_b = min(start + 1, end - 1)
-    consts_b = _start_ray(origins, directions, offset, ray_b, hit_b)
-    node_b, leaf_b, sp_b, tmax_b, busy_b = 0, 0, 0, tmax, start + 1 < end
-    next_ray = start + 2
-    while busy_a or busy_b:
-        if busy_a:
-            node_a, leaf_a, sp_a, tmax_a, done = _closest_step(flat_nodes, flat_links, flat_tris, consts_a, tmin,
-                                                               tmax_a, node_a, leaf_a, sp_a, ray_a, out_a, first_a,
-                                                               count_a, t_a)
-            if done:
-                _keep(hit_a, ray_a, rows, t, u, v)
-                if next_ray < end:
-                    ray_a = next_ray
-                    next_ray += 1
-                    consts_a = _start_ray(origins, directions, offset, ray_a, hit_a)
-                    node_a, leaf_a, sp_a, tmax_a = 0, 0, 0, tmax
-                else:
-                    busy_a = False
-        if busy_b:
-            node_b, leaf_b, sp_b, tmax_b, done = _closest_step(flat_nodes, flat_links, flat_tris, consts_b, tmin,
-                                                               tmax_b, node_b, leaf_b, sp_b, ray_b, out_b, first_b,
-                                                               count_b, t_b)
-            if done:
-                _keep(hit_b, ray_b, rows, t, u, v)
-                if next_ray < end:
-                    ray_b = next_ray
-                    next_ray += 1
-                    consts_b = _start_ray(origins, directions, offset, ray_b, hit_b)
-                    node_b, leaf_b, sp_b, tmax_b = 0, 0, 0, tmax
-                else:
-                    busy_b = False
+    block = borrowed(_ClosestBlock(nodes.reshape(nodes.size), links.reshape(links.size), flat_tris, offset, origins,
+                                   directions, tmin, tmax, cull, rows, t, u, v))
+    # Two rays in turns, a step each (bvh.walk.drivers).
+    _closest_lanes(block, hit_record(), hit_record(), start, end)
     # A second pass: inside the walk's loop the output arrays would crowd
     # the registers the walk needs (measured: 20% of the rate on camera rays).
     _finish_closest(start, end, flat_tris, face_index, origins, directions, rows, triangle, t, u, v, point, normal,
@@ -209,16 +201,6 @@ def count_hits_parallel(nodes, links, tris, offset, origins, directions, tmin, t
 
 
 @jit
-def _share_vertex(tris, j, k):
-    for a in range(3):
-        for b in range(3):
-            if (tris[j, 3 * a] == tris[k, 3 * b] and tris[j, 3 * a + 1] == tris[k, 3 * b + 1]
-                    and tris[j, 3 * a + 2] == tris[k, 3 * b + 2]):
-                return True
-    return False
-
-
-@jit
 def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end,
                    starts, cursor, rows, ts, us, vs, keep, merge_length, max_hits):
     stack_first, stack_count, stack_t = new_stack()
@@ -233,23 +215,7 @@ def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, 
                  tmin, tmax, i, out, stack_first, stack_count, stack_t)
         lo = starts[i]
         hi = cursor[i]
-        # Insertion sort of this ray's hits by t: segments are short.
-        for j in range(lo + 1, hi):
-            tj = ts[j]
-            rj = rows[j]
-            uj = us[j]
-            vj = vs[j]
-            m = j - 1
-            while m >= lo and ts[m] > tj:
-                ts[m + 1] = ts[m]
-                rows[m + 1] = rows[m]
-                us[m + 1] = us[m]
-                vs[m + 1] = vs[m]
-                m -= 1
-            ts[m + 1] = tj
-            rows[m + 1] = rj
-            us[m + 1] = uj
-            vs[m + 1] = vj
+        sort_hits(lo, hi, ts, (rows, us, vs))
         # A ray through a shared edge or vertex meets the faces around it at
         # the same point: one crossing of the surface, reported once. Of the
         # crossings, the first max_hits (nearest first) are kept.
@@ -258,7 +224,8 @@ def _collect_block(nodes, links, tris, offset, origins, directions, tmin, tmax, 
         crossings = 0
         for j in range(lo, hi):
             keep[j] = True
-            if kept >= 0 and (ts[j] - ts[kept]) * length <= merge_length and _share_vertex(tris, rows[j], rows[kept]):
+            if (kept >= 0 and (ts[j] - ts[kept]) * length <= merge_length
+                    and share_vertex(flat_tris, rows[j], rows[kept])):
                 keep[j] = False
             else:
                 kept = j

@@ -17,8 +17,10 @@ Every test has the signature the traversal expects:
 """
 
 import numpy as np
+from numba import literal_unroll
 
-from .._jit import jit_inline
+from .._jit import jit, jit_inline
+from ..walk.borrow import frame_array
 
 EDGE_TOLERANCE = 1.0e-9
 """Barycentric slack: ``u, v >= -EDGE_TOLERANCE`` and ``u + v <= 1 + EDGE_TOLERANCE``."""
@@ -84,58 +86,135 @@ def moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull_backfaces)
 HIT_T, HIT_U, HIT_V, HIT_ROW, HIT_OBJECT, HIT_NORMAL = 0, 1, 2, 3, 4, 5
 HIT_RECORD = 8
 
+hit_record = frame_array(HIT_RECORD, np.float64)
+"""A hit record in the calling kernel's frame (:func:`bvh.walk.borrow.frame_array`)."""
+
+
+def make_triangle_leaves(passes):
+    """The four leaf tests (closest, any, count and collect hits), keeping
+    only the candidates for which ``passes(test, k, u, v, obj)`` holds: a
+    filter bound at compile time, as the leaf test is bound into the walk
+    (:func:`bvh.queries.alpha.alpha_passes` lets a ray through transparent
+    texels; :func:`no_filter` keeps every hit). A rejected candidate is as
+    if the ray had missed the face, so the walk goes on behind it.
+
+    Each test is ``(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax,
+    ray, out, test, obj) -> (tmax, stop)``: ``out`` as for the plain tests
+    below, ``test`` the filter's arguments, ``obj`` the object the walk is
+    in (0 for a bare mesh)."""
+
+    @jit_inline
+    def closest(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, test, obj):
+        hit, cull = out
+        for k in range(first, first + count):
+            t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
+            if t != NO_HIT and (t < tmax or hit[HIT_ROW] < 0.0) and passes(test, k, u, v, obj):
+                tmax = t
+                hit[HIT_T] = t
+                hit[HIT_U] = u
+                hit[HIT_V] = v
+                hit[HIT_ROW] = k
+        return tmax, False
+
+    @jit_inline
+    def any_hit(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, test, obj):
+        occluded = out[0]
+        for k in range(first, first + count):
+            t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+            if t != NO_HIT and passes(test, k, u, v, obj):
+                occluded[ray] = True
+                return tmax, True
+        return tmax, False
+
+    @jit_inline
+    def count_hits(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, test, obj):
+        counts = out[0]
+        for k in range(first, first + count):
+            t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+            if t != NO_HIT and passes(test, k, u, v, obj):
+                counts[ray] += 1
+        return tmax, False
+
+    @jit_inline
+    def collect_hits(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, test, obj):
+        cursor, rows, ts, us, vs = out
+        for k in range(first, first + count):
+            t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+            if t != NO_HIT and passes(test, k, u, v, obj):
+                slot = cursor[ray]
+                rows[slot] = k
+                ts[slot] = t
+                us[slot] = u
+                vs[slot] = v
+                cursor[ray] = slot + 1
+        return tmax, False
+
+    return closest, any_hit, count_hits, collect_hits
+
+
+@jit_inline
+def no_filter(test, k, u, v, obj):
+    """The filter of the plain tests: every hit stands."""
+    return True
+
+
+_closest, _any, _count, _collect = make_triangle_leaves(no_filter)
+
 
 @jit_inline
 def closest_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
     """Keep the nearest hit. ``out = (hit, cull_backfaces)``: the ray's hit
     record (``HIT_T`` .. ``HIT_ROW``) and a flag."""
-    hit, cull = out
-    for k in range(first, first + count):
-        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
-        if t != NO_HIT and (t < tmax or hit[HIT_ROW] < 0.0):
-            tmax = t
-            hit[HIT_T] = t
-            hit[HIT_U] = u
-            hit[HIT_V] = v
-            hit[HIT_ROW] = k
-    return tmax, False
+    return _closest(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, None, 0)
 
 
 @jit_inline
 def any_hit_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
     """Stop at the first hit. ``out = (occluded,)``: a per-ray bool array."""
-    occluded = out[0]
-    for k in range(first, first + count):
-        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
-        if t != NO_HIT:
-            occluded[ray] = True
-            return tmax, True
-    return tmax, False
+    return _any(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, None, 0)
 
 
 @jit_inline
 def count_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
     """Count every hit in the window. ``out = (counts,)``: per-ray int64."""
-    counts = out[0]
-    for k in range(first, first + count):
-        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
-        if t != NO_HIT:
-            counts[ray] += 1
-    return tmax, False
+    return _count(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, None, 0)
 
 
 @jit_inline
 def collect_hits_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out):
     """Append every hit in the window. ``out = (cursor, rows, ts, us, vs)``:
     ``cursor[ray]`` is the next free slot of this ray's segment."""
-    cursor, rows, ts, us, vs = out
-    for k in range(first, first + count):
-        t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
-        if t != NO_HIT:
-            slot = cursor[ray]
-            rows[slot] = k
-            ts[slot] = t
-            us[slot] = u
-            vs[slot] = v
-            cursor[ray] = slot + 1
-    return tmax, False
+    return _collect(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, None, 0)
+
+
+@jit
+def sort_hits(lo, hi, ts, columns):
+    """Sort one ray's segment ``lo:hi`` of collected hits by ``ts``,
+    nearest first, moving the same rows of every array of the tuple
+    ``columns`` (rows, barycentrics, objects) along. An insertion sort,
+    stable: a ray's segment is short. Out of line: numba unrolls the loop
+    over ``columns`` only in a function of its own."""
+    for j in range(lo + 1, hi):
+        tj = ts[j]
+        m = j - 1
+        while m >= lo and ts[m] > tj:
+            ts[m + 1] = ts[m]
+            m -= 1
+        ts[m + 1] = tj
+        for column in literal_unroll(columns):
+            kept = column[j]
+            for k in range(j, m + 1, -1):
+                column[k] = column[k - 1]
+            column[m + 1] = kept
+
+
+@jit_inline
+def share_vertex(tris, j, k):
+    """Whether rows ``j`` and ``k`` of the flat ``(T * 9,)`` triangle array
+    have a vertex in common."""
+    for a in range(3):
+        for b in range(3):
+            if (tris[j * 9 + 3 * a] == tris[k * 9 + 3 * b] and tris[j * 9 + 3 * a + 1] == tris[k * 9 + 3 * b + 1]
+                    and tris[j * 9 + 3 * a + 2] == tris[k * 9 + 3 * b + 2]):
+                return True
+    return False

@@ -23,9 +23,12 @@ from numba import prange
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from .alpha import any_hit_leaf_alpha, closest_hit_leaf_alpha, collect_hits_leaf_alpha, count_hits_leaf_alpha
 from ..walk.borrow import borrowed, frame_array
-from .ray_triangle import HIT_NORMAL, HIT_OBJECT, HIT_RECORD, HIT_ROW, HIT_T, HIT_U, HIT_V, triangle_edges
+from .ray_triangle import (HIT_NORMAL, HIT_OBJECT, HIT_ROW, HIT_T, HIT_U, HIT_V, hit_record, share_vertex, sort_hits,
+                           triangle_edges)
 from ..shapes import MESH, NO_HIT, next_after, shape_hit
-from ..walk.traversal import make_instance_step, make_instance_walk, new_stack, object_ray, ray_setup
+from ..walk.drivers import make_instance_lanes
+from ..walk.space import object_ray, ray_of, ray_setup
+from ..walk.traversal import make_instance_step, make_instance_walk, new_stack
 
 
 class SceneArrays(NamedTuple):
@@ -80,8 +83,6 @@ class SceneArrays(NamedTuple):
     mesh_scale: np.ndarray
 
 
-_hit_record = frame_array(HIT_RECORD, np.float64)
-
 #: Hits of one ray on one object closer than this fraction of the mesh's
 #: size, on faces sharing a vertex, are one crossing of the surface.
 MERGE_FRACTION = 1.0e-9
@@ -97,11 +98,11 @@ MERGE_FRACTION = 1.0e-9
 
 
 @jit_inline
-def _closest_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
+def closest_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
     hit = out[0]
     row, t = hit[HIT_ROW], hit[HIT_T]
-    tmax, stop = closest_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, hit, out[1],
+    tmax, stop = closest_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, (hit, out[1]),
                                         out[2], obj)
     # Two instances of one mesh share its rows: a new hit changes t or row.
     if hit[HIT_ROW] != row or hit[HIT_T] != t:
@@ -110,8 +111,8 @@ def _closest_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
 
 
 @jit_inline
-def _closest_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
+def closest_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
     hit, cull = out[0], out[1]
     t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
     if t != NO_HIT:
@@ -126,14 +127,26 @@ def _closest_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, o
 
 
 @jit_inline
+def shape_crossings(kind, shape_data, start, consts, tmin, tmax):
+    """The first two crossings of a shape object's surface by the ray of
+    ``consts`` in ``[tmin, tmax]``: ``(t0, t1)``, ``NO_HIT`` where there is
+    none. A closed shape is crossed at most twice (in and out)."""
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
+    t0 = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, False)[0]
+    if t0 == NO_HIT:
+        return NO_HIT, NO_HIT
+    return t0, shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, next_after(t0), tmax, False)[0]
+
+
+@jit_inline
 def _any_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
-    return any_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out[0], out[1], obj)
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
+    return any_hit_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, (out[0],), out[1], obj)
 
 
 @jit_inline
 def _any_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
     t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
     if t != NO_HIT:
         out[0][ray] = True
@@ -143,22 +156,17 @@ def _any_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
 
 @jit_inline
 def _count_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
-    return count_hits_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out[0], out[1], obj)
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
+    return count_hits_leaf_alpha(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, (out[0],), out[1],
+                                 obj)
 
 
 @jit_inline
 def _count_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
-    # A closed shape is crossed at most twice (in and out).
     counts = out[0]
-    begin = tmin
-    for _ in range(2):
-        t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, begin, tmax, False)
-        if t == NO_HIT:
-            break
-        counts[ray] += 1
-        begin = next_after(t)
+    for t in shape_crossings(kind, shape_data, start, consts, tmin, tmax):
+        if t != NO_HIT:
+            counts[ray] += 1
     return tmax, False
 
 
@@ -167,7 +175,7 @@ def _count_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj
 
 @jit_inline
 def _collect_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
+    ox, oy, oz, dx, dy, dz = ray_of(consts)
     triangle_out, objects = out[0], out[1]
     cursor = triangle_out[0]
     before = cursor[ray]
@@ -179,12 +187,9 @@ def _collect_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
 
 @jit_inline
 def _collect_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, obj):
-    ox, oy, oz, dx, dy, dz = consts[:6]
     triangle_out, objects = out[0], out[1]
     cursor, rows, ts, us, vs = triangle_out
-    begin = tmin
-    for _ in range(2):
-        t, nx, ny, nz = shape_hit(kind, shape_data, start, ox, oy, oz, dx, dy, dz, begin, tmax, False)
+    for t in shape_crossings(kind, shape_data, start, consts, tmin, tmax):
         if t == NO_HIT:
             break
         slot = cursor[ray]
@@ -194,12 +199,11 @@ def _collect_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, o
         vs[slot] = np.nan
         objects[slot] = obj
         cursor[ray] = slot + 1
-        begin = next_after(t)
     return tmax, False
 
 
-_closest_step = make_instance_step(_closest_mesh_leaf, _closest_shape_leaf)
-_closest_walk = make_instance_walk(_closest_mesh_leaf, _closest_shape_leaf)
+_closest_step = make_instance_step(closest_mesh_leaf, closest_shape_leaf)
+_closest_walk = make_instance_walk(closest_mesh_leaf, closest_shape_leaf)
 _any_walk = make_instance_walk(_any_mesh_leaf, _any_shape_leaf)
 _count_walk = make_instance_walk(_count_mesh_leaf, _count_shape_leaf)
 _collect_walk = make_instance_walk(_collect_mesh_leaf, _collect_shape_leaf)
@@ -209,11 +213,11 @@ _collect_walk = make_instance_walk(_collect_mesh_leaf, _collect_shape_leaf)
 
 
 @jit_inline
-def _finish_closest(start, end, base, kind, mesh_of, inverse, tris, face_index, origins, directions, hit_object,
-                    hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point,
-                    normal, front_face):
+def finish_closest(start, end, base, kind, mesh_of, inverse, tris, face_index, origins, directions, hit_object,
+                   hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v, point,
+                   normal, front_face):
     """For each ray ``i`` of ``start:end``, turn its raw hit (row ``i - base``
-    of the ``hit_*`` scratch, :func:`_keep_hit`'s) into world-space outputs
+    of the ``hit_*`` scratch, :func:`keep_hit`'s) into world-space outputs
     (NaN, -1, inf on a miss).
 
     Takes the scene's arrays one by one, unpacked once per block, and loops
@@ -274,14 +278,14 @@ def _finish_closest(start, end, base, kind, mesh_of, inverse, tris, face_index, 
 
 
 @jit_inline
-def _start_hit(hit):
+def start_hit(hit):
     hit[HIT_T] = np.inf
     hit[HIT_ROW] = -1.0
     hit[HIT_OBJECT] = -1.0
 
 
 @jit_inline
-def _keep_hit(hit, j, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal):
+def keep_hit(hit, j, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal):
     """A walk's hit record into row ``j`` of the raw-hit scratch
     (``hit_normal`` flat, three values a row)."""
     hit_object[j] = np.int32(hit[HIT_OBJECT])
@@ -293,88 +297,88 @@ def _keep_hit(hit, j, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal):
         hit_normal[3 * j + c] = hit[HIT_NORMAL + c]
 
 
-#: One block's raw-hit scratch, in ``_closest_block``'s frame.
+#: One block's raw-hit scratch, in :func:`closest_hits_block`'s frame.
 _block_rows = frame_array(RAY_BLOCK, np.int32)
 _block_values = frame_array(RAY_BLOCK, np.float64)
 _block_normals = frame_array(3 * RAY_BLOCK, np.float64)
 
 
+class RawHits(NamedTuple):
+    """Raw hits (:func:`keep_hit`'s rows) waiting for :func:`finish_closest`:
+    ``object``, ``row`` (int32), ``t``, ``u``, ``v`` (float64) and
+    ``normal`` (float64, flat, three values a row)."""
+
+    object: np.ndarray
+    row: np.ndarray
+    t: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    normal: np.ndarray
+
+
+class _ClosestBlock(NamedTuple):
+    """What the two lanes of a closest-hit block share
+    (:func:`bvh.walk.drivers.make_instance_lanes`): the scene, the rays and
+    their window, the leaf tests' flags, and where raw hits go (row ``i -
+    base`` of ``raw``)."""
+
+    scene: SceneArrays
+    origins: np.ndarray
+    directions: np.ndarray
+    tmin: float
+    tmax: float
+    cull: bool
+    alpha: tuple
+    raw: RawHits
+    base: int
+
+
+@jit_inline
+def _begin_closest(block, hit, i):
+    """Ray ``i``'s world constants, its ``tmin`` and ``out`` (the closest
+    leaves'), no hit yet in ``hit``."""
+    start_hit(hit)
+    origins, directions = block.origins, block.directions
+    consts = ray_setup(origins[i, 0], origins[i, 1], origins[i, 2], directions[i, 0], directions[i, 1],
+                       directions[i, 2])
+    return consts, block.tmin, (hit, block.cull, block.alpha)
+
+
+@jit_inline
+def _finish_ray(block, hit, i):
+    raw = block.raw
+    keep_hit(hit, i - block.base, raw.object, raw.row, raw.t, raw.u, raw.v, raw.normal)
+
+
+_closest_lanes = make_instance_lanes(_closest_step, _begin_closest, _finish_ray)
+
+
 @jit
-def _closest_block(scene, alpha, origins, directions, tmin, tmax, cull, start, end, out_object, out_mesh, out_triangle,
-                   t, u, v, point, normal, front_face):
+def closest_hits_block(scene, alpha, origins, directions, tmin, tmax, cull, start, end, out_object, out_mesh,
+                       out_triangle, t, u, v, point, normal, front_face):
+    """Closest hits of rays ``start:end``, written as
+    :func:`closest_hits_parallel` writes them, two rays walking in turns
+    (:mod:`bvh.walk.drivers`) and a second pass to the outputs, block by
+    block of ``RAY_BLOCK`` rays."""
     if start >= end:
         return
     scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
-    top_nodes, top_links, top_order, enabled = scene.top_nodes, scene.top_links, scene.top_order, scene.enabled
-    kind, mesh_of, inverse, mesh_root = scene.kind, scene.mesh_of, scene.inverse, scene.mesh_root
-    nodes, links, tris, face_index = scene.nodes, scene.links, scene.tris, scene.face_index
-    shape_start, shape_data = scene.shape_start, scene.shape_data
     # The raw hits wait in the frame, RAY_BLOCK rays at a time, for the
     # second pass, rather than in arrays of every ray that the caller
     # allocates: 56 bytes a ray, 11 MB for a batch of 200,000 rays (no
     # change in speed measured, as the allocator reuses the pages).
-    hit_object, hit_row = _block_rows(), _block_rows()
-    hit_t, hit_u, hit_v, hit_normal = _block_values(), _block_values(), _block_values(), _block_normals()
-    # Two rays, a and b, walk in turns, a step each, as bvh.queries.mesh_rays'
-    # closest-hit block does on a bare mesh: one ray's walk is a chain of
-    # dependent loads, and the other's step overlaps it.
-    first_a, count_a, t_a = new_stack()
-    first_b, count_b, t_b = new_stack()
-    hit_a = _hit_record()
-    hit_b = _hit_record()
-    out_a = (hit_a, cull, alpha)
-    out_b = (hit_b, cull, alpha)
+    raw = RawHits(_block_rows(), _block_rows(), _block_values(), _block_values(), _block_values(), _block_normals())
+    hit_a = hit_record()
+    hit_b = hit_record()
     for chunk in range(start, end, RAY_BLOCK):
         chunk_end = min(end, chunk + RAY_BLOCK)
-        ray_a = chunk
-        _start_hit(hit_a)
-        consts_a = ray_setup(origins[ray_a, 0], origins[ray_a, 1], origins[ray_a, 2], directions[ray_a, 0],
-                             directions[ray_a, 1], directions[ray_a, 2])
-        node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, busy_a = 0, 0, 0, -1, -1, tmax, True
-        ray_b = min(chunk + 1, chunk_end - 1)
-        _start_hit(hit_b)
-        consts_b = ray_setup(origins[ray_b, 0], origins[ray_b, 1], origins[ray_b, 2], directions[ray_b, 0],
-                             directions[ray_b, 1], directions[ray_b, 2])
-        node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, busy_b = 0, 0, 0, -1, -1, tmax, chunk + 1 < chunk_end
-        next_ray = chunk + 2
-        while busy_a or busy_b:
-            if busy_a:
-                consts_a, node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a, done = _closest_step(
-                    top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
-                    shape_start, shape_data, origins, directions, tmin, ray_a, out_a, first_a, count_a, t_a,
-                    consts_a, node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a)
-                if done:
-                    _keep_hit(hit_a, ray_a - chunk, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
-                    if next_ray < chunk_end:
-                        ray_a = next_ray
-                        next_ray += 1
-                        _start_hit(hit_a)
-                        consts_a = ray_setup(origins[ray_a, 0], origins[ray_a, 1], origins[ray_a, 2],
-                                             directions[ray_a, 0], directions[ray_a, 1], directions[ray_a, 2])
-                        node_a, leaf_a, sp_a, mark_a, obj_a, tmax_a = 0, 0, 0, -1, -1, tmax
-                    else:
-                        busy_a = False
-            if busy_b:
-                consts_b, node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b, done = _closest_step(
-                    top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
-                    shape_start, shape_data, origins, directions, tmin, ray_b, out_b, first_b, count_b, t_b,
-                    consts_b, node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b)
-                if done:
-                    _keep_hit(hit_b, ray_b - chunk, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
-                    if next_ray < chunk_end:
-                        ray_b = next_ray
-                        next_ray += 1
-                        _start_hit(hit_b)
-                        consts_b = ray_setup(origins[ray_b, 0], origins[ray_b, 1], origins[ray_b, 2],
-                                             directions[ray_b, 0], directions[ray_b, 1], directions[ray_b, 2])
-                        node_b, leaf_b, sp_b, mark_b, obj_b, tmax_b = 0, 0, 0, -1, -1, tmax
-                    else:
-                        busy_b = False
+        _closest_lanes(_ClosestBlock(scene, origins, directions, tmin, tmax, cull, alpha, raw, chunk), hit_a, hit_b,
+                       chunk, chunk_end)
         # A second pass, as in bvh.queries.mesh_rays: inside the walk's loop the outputs
         # would crowd the registers the walk needs.
-        _finish_closest(chunk, chunk_end, chunk, kind, mesh_of, inverse, tris, face_index, origins, directions,
-                        hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t,
-                        u, v, point, normal, front_face)
+        finish_closest(chunk, chunk_end, chunk, scene.kind, scene.mesh_of, scene.inverse, scene.tris,
+                       scene.face_index, origins, directions, raw.object, raw.row, raw.t, raw.u, raw.v, raw.normal,
+                       out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face)
 
 
 @jit
@@ -391,17 +395,15 @@ def closest_hits_serial(scene, alpha, origins, directions, tmin, tmax, cull, out
     hit_object, hit_row = np.empty(n, np.int32), np.empty(n, np.int32)
     hit_t, hit_u, hit_v, hit_normal = np.empty(n), np.empty(n), np.empty(n), np.empty(3 * n)
     stack_first, stack_count, stack_t = new_stack()
-    hit = _hit_record()
+    hit = hit_record()
     out = (hit, cull, alpha)
     for i in range(n):
-        _start_hit(hit)
-        _closest_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
-                      scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
-                      scene.shape_data, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
-        _keep_hit(hit, i, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
-    _finish_closest(0, n, 0, scene.kind, scene.mesh_of, scene.inverse, scene.tris, scene.face_index, origins, directions,
-                    hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v,
-                    point, normal, front_face)
+        start_hit(hit)
+        _closest_walk(scene, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
+        keep_hit(hit, i, hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal)
+    finish_closest(0, n, 0, scene.kind, scene.mesh_of, scene.inverse, scene.tris, scene.face_index, origins, directions,
+                   hit_object, hit_row, hit_t, hit_u, hit_v, hit_normal, out_object, out_mesh, out_triangle, t, u, v,
+                   point, normal, front_face)
 
 
 @jit_parallel
@@ -409,8 +411,9 @@ def closest_hits_parallel(scene, alpha, origins, directions, tmin, tmax, cull, o
                           u, v, point, normal, front_face):
     n = origins.shape[0]
     for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
-        _closest_block(scene, alpha, origins, directions, tmin, tmax, cull, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK),
-                       out_object, out_mesh, out_triangle, t, u, v, point, normal, front_face)
+        closest_hits_block(scene, alpha, origins, directions, tmin, tmax, cull, b * RAY_BLOCK,
+                           min(n, (b + 1) * RAY_BLOCK), out_object, out_mesh, out_triangle, t, u, v, point, normal,
+                           front_face)
 
 
 # ------------------------------------------------------------------ any hit
@@ -423,9 +426,7 @@ def _occluded_block(scene, alpha, origins, directions, tmin, tmax, start, end, o
     out = (occluded, alpha)
     for i in range(start, end):
         occluded[i] = False
-        _any_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
-                  scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
-                  scene.shape_data, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
+        _any_walk(scene, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
 
 
 @jit
@@ -451,9 +452,7 @@ def _count_block(scene, alpha, origins, directions, tmin, tmax, start, end, coun
     out = (counts, alpha)
     for i in range(start, end):
         counts[i] = 0
-        _count_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
-                    scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
-                    scene.shape_data, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
+        _count_walk(scene, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
 
 
 @jit_parallel
@@ -461,17 +460,6 @@ def count_hits_parallel(scene, alpha, origins, directions, tmin, tmax, counts):
     n = origins.shape[0]
     for b in prange((n + RAY_BLOCK - 1) // RAY_BLOCK):
         _count_block(scene, alpha, origins, directions, tmin, tmax, b * RAY_BLOCK, min(n, (b + 1) * RAY_BLOCK), counts)
-
-
-@jit_inline
-def _share_vertex(tris, j, k):
-    """Whether packed triangle rows ``j`` and ``k`` have a vertex in common."""
-    for a in range(3):
-        for b in range(3):
-            if (tris[j * 9 + 3 * a] == tris[k * 9 + 3 * b] and tris[j * 9 + 3 * a + 1] == tris[k * 9 + 3 * b + 1]
-                    and tris[j * 9 + 3 * a + 2] == tris[k * 9 + 3 * b + 2]):
-                return True
-    return False
 
 
 @jit
@@ -486,31 +474,10 @@ def _collect_block(scene, alpha, origins, directions, tmin, tmax, start, end, st
     mesh_scale = scene.mesh_scale
     for i in range(start, end):
         cursor[i] = starts[i]
-        _collect_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, mesh_of,
-                      inverse, scene.mesh_root, scene.nodes, scene.links, tris, scene.shape_start, scene.shape_data,
-                      origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
+        _collect_walk(scene, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
         lo = starts[i]
         hi = cursor[i]
-        # Insertion sort of this ray's hits by t: segments are short.
-        for j in range(lo + 1, hi):
-            tj = ts[j]
-            rj = rows[j]
-            uj = us[j]
-            vj = vs[j]
-            oj = objects[j]
-            m = j - 1
-            while m >= lo and ts[m] > tj:
-                ts[m + 1] = ts[m]
-                rows[m + 1] = rows[m]
-                us[m + 1] = us[m]
-                vs[m + 1] = vs[m]
-                objects[m + 1] = objects[m]
-                m -= 1
-            ts[m + 1] = tj
-            rows[m + 1] = rj
-            us[m + 1] = uj
-            vs[m + 1] = vj
-            objects[m + 1] = oj
+        sort_hits(lo, hi, ts, (rows, us, vs, objects))
         # A ray through an edge or vertex shared by faces of one object meets
         # them at one point: one crossing of the surface, reported once.
         kept = -1
@@ -522,7 +489,7 @@ def _collect_block(scene, alpha, origins, directions, tmin, tmax, start, end, st
                                                           directions[i, 1], directions[i, 2])
                 length = math.sqrt(ldx * ldx + ldy * ldy + ldz * ldz)
                 if ((ts[j] - ts[kept]) * length <= MERGE_FRACTION * mesh_scale[mesh_of[o]]
-                        and _share_vertex(tris, rows[j], rows[kept])):
+                        and share_vertex(tris, rows[j], rows[kept])):
                     keep[j] = False
                     continue
             kept = j

@@ -27,14 +27,15 @@ Per-ray values travel in a *window* tuple in place of the walk's ``tmin``
 (the walk hands it to the bound and the leaves untouched):
 ``(tmin, radius, ux, uy, uz, length, 1/ux, 1/uy, 1/uz)``, the world radius,
 the ray's world direction as a unit vector, its length and the unit vector's
-reciprocals. The leaves solve in the unit
+reciprocals (the sphere cast's window of :mod:`bvh.walk.space`, read by its
+slot names). The leaves solve in the unit
 direction's parameter ``s = t * length`` (world distances along the ray),
 which keeps the quadratics well scaled whatever the direction's length.
 
 Distances are world distances. In a scene the walk carries the ray into each
 object's space and grows that tree's boxes by the radius times an upper bound
 of the largest singular value of the object's inverse map (Gershgorin, as
-:func:`bvh.traversal.object_point_setup` bounds it), since the world sphere is
+:func:`bvh.walk.space.object_point_setup` bounds it), since the world sphere is
 an ellipsoid there; the leaves map their triangles to the world and test them
 there, so non-uniform scales and shears are exact. ``t`` needs no conversion:
 an affine map keeps the ray parameter.
@@ -42,12 +43,13 @@ an affine map keeps the ray parameter.
 Shapes: a sphere under a similarity is sphere against spherical shell
 (exact); a box's and a quad's faces are triangles mapped to the world; a
 polygon is its plane (the foot's inside test in object space, with
-``_crossings``) and capsules on its outline. A sphere shape under a
+``crossings_inside``) and capsules on its outline. A sphere shape under a
 non-uniform map is an ellipsoid, approached by conservative advancement
 (sphere tracing: the distance to a surface is 1-Lipschitz along a unit-speed
 ray, so stepping by it never passes a contact; Hart, "Sphere tracing", 1996)
-on closest_point's exact point-to-ellipsoid distance, see
-:func:`_swept_ellipsoid` for its limits.
+on the exact point-to-ellipsoid distance
+(:func:`bvh.walk.space.nearest_on_ellipsoid`), see :func:`_swept_ellipsoid`
+for its limits.
 """
 
 import math
@@ -57,21 +59,19 @@ from numba import prange
 
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from ..walk.borrow import borrowed, frame_array
-from .closest_point import (NEAR_D2, NEAR_NORMAL, NEAR_OBJECT, NEAR_POINT, _ellipsoid, _lift, _mapped, _near_record,
-                            _normal_to_world, _to_object, closest_on_triangle)
+from .closest_point import closest_on_triangle
 from .ray_triangle import EDGE_TOLERANCE, triangle_edges
-from ..primitives.rays import _crossings
-from ..shapes import BOX, QUAD, SPHERE
-from ..walk.traversal import (make_instance_walk, make_traversal, new_stack, object_point_setup, object_ray_setup,
-                        point_setup, ray_setup, safe_reciprocal, visit_swept)
+from ..primitives.rays import crossings_inside
+from ..shapes import BOX, QUAD, SPHERE, polygon_point, polygon_row
+from ..walk.space import (MAP_00, MAP_01, MAP_02, MAP_03, MAP_10, MAP_11, MAP_12, MAP_13, MAP_20, MAP_21, MAP_22,
+                          MAP_23, POINT_X, POINT_Y, POINT_Z, SWEEP_IX, SWEEP_IY, SWEEP_IZ, SWEEP_LENGTH, SWEEP_UX,
+                          SWEEP_UY, SWEEP_UZ, SWEPT_WORLD, WINDOW_RADIUS, WINDOW_TMIN, nearest_on_ellipsoid,
+                          normal_to_world, object_swept_setup, safe_reciprocal, similarity_scale2, swept_setup,
+                          to_object, to_world, world_point)
+from ..walk.traversal import make_instance_walk, make_traversal, new_stack, visit_swept
 
 #: What the leaf tests return for no contact (contacts are at ``s >= 0``).
 NO_CONTACT = -1.0
-
-#: Grows the radius of the node bound by a few parts in 1e12: far more than
-#: the roundings of ``o i +- r |i|`` and of the Gershgorin bound, far less
-#: than anything a traversal would notice.
-SWEEP_SLACK = 1.0 + 4.0e-12
 
 #: A contact whose centre lies closer than this fraction of the radius to
 #: its point (an overlap at ``tmin``, or radius 0) takes the surface's normal
@@ -97,27 +97,15 @@ CAST_RECORD = 13
 _cast_record = frame_array(CAST_RECORD, np.float64)
 
 
-# ------------------------------------------------------------------ setups
+# ------------------------------------------------------------------ window
 
 
 @jit_inline
-def sweep_setup(ox, oy, oz, dx, dy, dz):
-    """What a cast needs at the top of its walk: :func:`bvh.traversal.ray_setup`'s
-    fifteen values, the factor from world radii to this space's (1, padded),
-    and :func:`bvh.traversal.point_setup` of the origin, whose map to the
-    world (the identity) and world origin the leaves use."""
-    return ray_setup(ox, oy, oz, dx, dy, dz) + (SWEEP_SLACK, point_setup(ox, oy, oz, dx, dy, dz))
-
-
-@jit_inline
-def object_sweep_setup(inverse, o, ox, oy, oz, dx, dy, dz):
-    """:func:`sweep_setup` in object ``o``'s space: the object-space ray's
-    slab constants, the radius factor ``sigma_max(A)`` bounded above (``A``
-    the linear part of ``inverse``: :func:`bvh.traversal.object_point_setup`'s
-    Gershgorin bound, whose ``scale`` is ``SCALE_SLACK / sigma^2``), and the
-    object's map to the world."""
-    world = object_point_setup(inverse, o, ox, oy, oz, dx, dy, dz)
-    return object_ray_setup(inverse, o, ox, oy, oz, dx, dy, dz) + (SWEEP_SLACK / math.sqrt(world[6]), world)
+def _path(window):
+    """A cast's ``(tmin, radius, ux, uy, uz, length)``: where it starts, its
+    world radius, its unit direction and the direction's length."""
+    return (window[WINDOW_TMIN], window[WINDOW_RADIUS], window[SWEEP_UX], window[SWEEP_UY], window[SWEEP_UZ],
+            window[SWEEP_LENGTH])
 
 
 # ------------------------------------------------------------------ features
@@ -312,7 +300,7 @@ def _keep(record, window, s, u, v, px, py, pz, nx, ny, nz, row, obj):
     kept wins a tie, but for ties at ``tmin``); ``p`` is the contact point relative to the ray's
     origin, ``n`` the surface's normal there (any orientation, not unit).
     Returns the walk's new ``tmax``, or -1.0 if not kept."""
-    tmin, radius, dx, dy, dz, length = window[:6]
+    tmin, radius, dx, dy, dz, length = _path(window)
     # At tmin every overlapping face ties: the one nearest the centre wins,
     # so the point is the surface's nearest.
     gx, gy, gz = s * dx - px, s * dy - py, s * dz - pz
@@ -342,8 +330,8 @@ def _keep(record, window, s, u, v, px, py, pz, nx, ny, nz, row, obj):
 def _limits(record, window, tmax):
     """The window ``[smin, smax]`` in the unit-speed parameter, ``smax``
     no later than the contact kept so far."""
-    length = window[5]
-    return window[0] * length, min(tmax * length, record[CAST_S])
+    length = window[SWEEP_LENGTH]
+    return window[WINDOW_TMIN] * length, min(tmax * length, record[CAST_S])
 
 
 @jit_inline
@@ -353,7 +341,7 @@ def _reaches_box(window, smin, smax, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z):
     far more than its rounding): a cheap filter, inline in the leaf, before
     the out-of-line :func:`sweep_triangle`. Most triangles of a leaf the
     cast reaches fail it."""
-    radius, ix, iy, iz = window[1], window[6], window[7], window[8]
+    radius, ix, iy, iz = window[WINDOW_RADIUS], window[SWEEP_IX], window[SWEEP_IY], window[SWEEP_IZ]
     reach = radius * (1.0 + 1.0e-6) + 1.0e-12 * (abs(ax) + abs(ay) + abs(az) + abs(e1x) + abs(e1y) + abs(e1z)
                                                  + abs(e2x) + abs(e2y) + abs(e2z))
     near, far = smin, smax
@@ -372,8 +360,8 @@ def _triangle_contact(record, window, tmax, ax, ay, az, e1x, e1y, e1z, e2x, e2y,
     smin, smax = _limits(record, window, tmax)
     if not _reaches_box(window, smin, smax, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z):
         return tmax
-    s, u, v = sweep_triangle(ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, window[2], window[3], window[4], window[1],
-                             smin, smax)
+    s, u, v = sweep_triangle(ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, window[SWEEP_UX], window[SWEEP_UY],
+                             window[SWEEP_UZ], window[WINDOW_RADIUS], smin, smax)
     if s != NO_CONTACT:
         t = _keep(record, window, s, u, v, ax + u * e1x + v * e2x, ay + u * e1y + v * e2y, az + u * e1z + v * e2z,
                   e1y * e2z - e1z * e2y, e1z * e2x - e1x * e2z, e1x * e2y - e1y * e2x, row, obj)
@@ -398,19 +386,20 @@ def sweep_leaf(tris, first, count, ox, oy, oz, dx, dy, dz, window, tmax, ray, ou
 @jit_inline
 def _world_triangle(world, record, window, tmax, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, row, obj):
     """The object-space triangle ``a, e1, e2`` mapped to the world by
-    ``world`` (:func:`bvh.traversal.object_point_setup`'s constants) and
-    tested there."""
-    wax, way, waz = _mapped(world, ax, ay, az, 1.0)
-    w1x, w1y, w1z = _mapped(world, e1x, e1y, e1z, 0.0)
-    w2x, w2y, w2z = _mapped(world, e2x, e2y, e2z, 0.0)
-    return _triangle_contact(record, window, tmax, wax - world[3], way - world[4], waz - world[5], w1x, w1y, w1z,
-                             w2x, w2y, w2z, row, obj)
+    ``world`` (the point layout of :func:`bvh.walk.space.object_point_setup`)
+    and tested there."""
+    ox, oy, oz = world_point(world)
+    wax, way, waz = to_world(world, ax, ay, az, 1.0)
+    w1x, w1y, w1z = to_world(world, e1x, e1y, e1z, 0.0)
+    w2x, w2y, w2z = to_world(world, e2x, e2y, e2z, 0.0)
+    return _triangle_contact(record, window, tmax, wax - ox, way - oy, waz - oz, w1x, w1y, w1z, w2x, w2y, w2z, row,
+                             obj)
 
 
 @jit_inline
 def _scene_mesh_leaf(tris, first, count, consts, window, tmax, ray, out, obj):
     record = out[0]
-    world = consts[16]
+    world = consts[SWEPT_WORLD]
     for k in range(first, first + count):
         ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, k)
         tmax = _world_triangle(world, record, window, tmax, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, k, obj)
@@ -444,23 +433,13 @@ def _shell(world, record, window, tmax, radius, obj):
     it is already, else entering the outer ball or, from inside, leaving the
     inner one. Exact. Returns ``(tmax, done)``, ``done`` False for a map that
     does not keep shapes."""
-    c0x, c0y, c0z = world[7], world[11], world[15]
-    c1x, c1y, c1z = world[8], world[12], world[16]
-    c2x, c2y, c2z = world[9], world[13], world[17]
-    g00 = c0x * c0x + c0y * c0y + c0z * c0z
-    g11 = c1x * c1x + c1y * c1y + c1z * c1z
-    g22 = c2x * c2x + c2y * c2y + c2z * c2z
-    g01 = c0x * c1x + c0y * c1y + c0z * c1z
-    g02 = c0x * c2x + c0y * c2y + c0z * c2z
-    g12 = c1x * c2x + c1y * c2y + c1z * c2z
-    tolerance = 1.0e-12 * g00
-    if not (abs(g11 - g00) <= tolerance and abs(g22 - g00) <= tolerance and abs(g01) <= tolerance
-            and abs(g02) <= tolerance and abs(g12) <= tolerance):
+    scale2 = similarity_scale2(world)
+    if scale2 < 0.0:
         return tmax, False
-    tmin, r, dx, dy, dz, length = window[:6]
+    tmin, r, dx, dy, dz, length = _path(window)
     smin, smax = _limits(record, window, tmax)
-    big = radius * math.sqrt(g00)
-    cx, cy, cz = world[10] - world[3], world[14] - world[4], world[18] - world[5]
+    big = radius * math.sqrt(scale2)
+    cx, cy, cz = _centre(world)
     mx, my, mz = smin * dx - cx, smin * dy - cy, smin * dz - cz
     gap = math.sqrt(mx * mx + my * my + mz * mz)
     if big - r <= gap <= big + r:
@@ -486,13 +465,20 @@ def _shell(world, record, window, tmax, radius, obj):
     return (t if t >= 0.0 else tmax), True
 
 
+@jit_inline
+def _centre(world):
+    """The object's origin in the world, relative to the cast's origin."""
+    ox, oy, oz = world_point(world)
+    return world[MAP_03] - ox, world[MAP_13] - oy, world[MAP_23] - oz
+
+
 @jit
-def _swept_ellipsoid(world, record, scratch, window, tmax, radius, obj):
+def _swept_ellipsoid(world, record, window, tmax, radius, obj):
     """The sphere shape under a map that does not keep shapes: an ellipsoid.
 
     Conservative advancement (Hart 1996): from ``smin``, step along the
     unit-speed ray by the ellipsoid's distance less ``r``, measured exactly
-    by ``bvh.closest_point._ellipsoid``; the distance to a surface changes
+    by :func:`bvh.walk.space.nearest_on_ellipsoid`; the distance to a surface changes
     no faster than the centre moves, so no step passes a contact. Stops at a
     contact, ``ELLIPSOID_TOLERANCE`` of the ellipsoid's size early at most
     (conservative), or past ``smax``. The march starts where the centre
@@ -501,26 +487,23 @@ def _swept_ellipsoid(world, record, scratch, window, tmax, radius, obj):
     is taken as touching if it came within ``ELLIPSOID_GRAZE`` of the size,
     else as missing: the one approximate answer of the module.
     """
-    tmin, r, dx, dy, dz, length = window[:6]
+    tmin, r, dx, dy, dz, length = _path(window)
     smin, smax = _limits(record, window, tmax)
-    size = radius * math.sqrt(world[7] * world[7] + world[8] * world[8] + world[9] * world[9]
-                              + world[11] * world[11] + world[12] * world[12] + world[13] * world[13]
-                              + world[15] * world[15] + world[16] * world[16] + world[17] * world[17])
-    cx, cy, cz = world[10] - world[3], world[14] - world[4], world[18] - world[5]
+    size = radius * math.sqrt(world[MAP_00] * world[MAP_00] + world[MAP_01] * world[MAP_01]
+                              + world[MAP_02] * world[MAP_02] + world[MAP_10] * world[MAP_10]
+                              + world[MAP_11] * world[MAP_11] + world[MAP_12] * world[MAP_12]
+                              + world[MAP_20] * world[MAP_20] + world[MAP_21] * world[MAP_21]
+                              + world[MAP_22] * world[MAP_22])
+    cx, cy, cz = _centre(world)
     s = _ball(cx, cy, cz, dx, dy, dz, size + r, smin)
     if s == NO_CONTACT or s > smax:
         return tmax
-    ox, oy, oz = world[3], world[4], world[5]
+    ox, oy, oz = world_point(world)
     for step in range(ELLIPSOID_STEPS):
-        scratch[NEAR_OBJECT] = -1.0
-        _ellipsoid(world, scratch, ox + s * dx, oy + s * dy, oz + s * dz, radius, obj, np.inf)
-        ahead = math.sqrt(scratch[NEAR_D2]) - r
+        d2, qx, qy, qz, nx, ny, nz = nearest_on_ellipsoid(world, radius, ox + s * dx, oy + s * dy, oz + s * dz)
+        ahead = math.sqrt(d2) - r
         if ahead <= ELLIPSOID_TOLERANCE * size or (step == ELLIPSOID_STEPS - 1 and ahead <= ELLIPSOID_GRAZE * size):
-            px = scratch[NEAR_POINT] - ox
-            py = scratch[NEAR_POINT + 1] - oy
-            pz = scratch[NEAR_POINT + 2] - oz
-            t = _keep(record, window, s, np.nan, np.nan, px, py, pz, scratch[NEAR_NORMAL],
-                      scratch[NEAR_NORMAL + 1], scratch[NEAR_NORMAL + 2], -1, obj)
+            t = _keep(record, window, s, np.nan, np.nan, qx - ox, qy - oy, qz - oz, nx, ny, nz, -1, obj)
             return t if t >= 0.0 else tmax
         s += ahead
         if s > smax:
@@ -533,17 +516,14 @@ def _polygon(world, record, window, tmax, shape_data, start, obj):
     """A planar polygon (:mod:`bvh.shapes`' row): the face, its plane offset
     by the radius with the foot's inside test in object space, then (radius
     > 0) a capsule on each outline edge."""
-    tmin, r, dx, dy, dz, length = window[:6]
+    tmin, r, dx, dy, dz, length = _path(window)
     smin, smax = _limits(record, window, tmax)
-    qx, qy, qz = shape_data[start], shape_data[start + 1], shape_data[start + 2]
-    nx, ny, nz = shape_data[start + 3], shape_data[start + 4], shape_data[start + 5]
-    axis = int(shape_data[start + 6])
-    m = int(shape_data[start + 7])
-    xs = shape_data[start + 8:start + 8 + m]
-    ys = shape_data[start + 8 + m:start + 8 + 2 * m]
-    cx, cy, cz = _mapped(world, qx, qy, qz, 1.0)
-    cx, cy, cz = cx - world[3], cy - world[4], cz - world[5]
-    wnx, wny, wnz = _normal_to_world(world, nx, ny, nz)
+    qx, qy, qz, nx, ny, nz, axis, xs, ys = polygon_row(shape_data, start)
+    m = xs.shape[0]
+    ox, oy, oz = world_point(world)
+    cx, cy, cz = to_world(world, qx, qy, qz, 1.0)
+    cx, cy, cz = cx - ox, cy - oy, cz - oz
+    wnx, wny, wnz = normal_to_world(world, nx, ny, nz)
     inv_len = 1.0 / math.sqrt(wnx * wnx + wny * wny + wnz * wnz)
     wnx, wny, wnz = wnx * inv_len, wny * inv_len, wnz * inv_len
     plane = cx * wnx + cy * wny + cz * wnz
@@ -559,9 +539,9 @@ def _polygon(world, record, window, tmax, shape_data, start, obj):
             s = NO_CONTACT
     if s != NO_CONTACT and s <= smax:
         fx, fy, fz = s * dx - lift * wnx, s * dy - lift * wny, s * dz - lift * wnz
-        lfx, lfy, lfz = _to_object(world, fx, fy, fz)
-        lfx, lfy, lfz = lfx + world[0], lfy + world[1], lfz + world[2]
-        if _crossings(lfy if axis == 0 else lfx, lfy if axis == 2 else lfz, xs, ys):
+        lfx, lfy, lfz = to_object(world, fx, fy, fz)
+        lfx, lfy, lfz = lfx + world[POINT_X], lfy + world[POINT_Y], lfz + world[POINT_Z]
+        if crossings_inside(lfy if axis == 0 else lfx, lfy if axis == 2 else lfz, xs, ys):
             t = _keep(record, window, s, np.nan, np.nan, fx, fy, fz, wnx, wny, wnz, -1, obj)
             return t if t >= 0.0 else tmax
     if r == 0.0:
@@ -569,11 +549,11 @@ def _polygon(world, record, window, tmax, shape_data, start, obj):
     best, bx, by, bz = NO_CONTACT, 0.0, 0.0, 0.0
     for k in range(m):
         j = k + 1 if k + 1 < m else 0
-        ax, ay, az = _lift(axis, xs[k], ys[k], qx, qy, qz, nx, ny, nz)
-        ex, ey, ez = _lift(axis, xs[j], ys[j], qx, qy, qz, nx, ny, nz)
-        wax, way, waz = _mapped(world, ax, ay, az, 1.0)
-        wax, way, waz = wax - world[3], way - world[4], waz - world[5]
-        wex, wey, wez = _mapped(world, ex - ax, ey - ay, ez - az, 0.0)
+        ax, ay, az = polygon_point(axis, xs[k], ys[k], qx, qy, qz, nx, ny, nz)
+        ex, ey, ez = polygon_point(axis, xs[j], ys[j], qx, qy, qz, nx, ny, nz)
+        wax, way, waz = to_world(world, ax, ay, az, 1.0)
+        wax, way, waz = wax - ox, way - oy, waz - oz
+        wex, wey, wez = to_world(world, ex - ax, ey - ay, ez - az, 0.0)
         s, w = _cylinder(wax, way, waz, wex, wey, wez, dx, dy, dz, r, smin)
         if s != NO_CONTACT and s <= smax and (best == NO_CONTACT or s < best):
             best, bx, by, bz = s, wax + w * wex, way + w * wey, waz + w * wez
@@ -587,7 +567,7 @@ def _polygon(world, record, window, tmax, shape_data, start, obj):
 
 
 @jit
-def _shape_contact(kind, shape_data, start, world, record, scratch, window, tmax, obj):
+def _shape_contact(kind, shape_data, start, world, record, window, tmax, obj):
     """Keep a shape object's contact if earlier; returns the walk's ``tmax``.
     Out of line, its faces tested by one out-of-line function: inlined into
     the walk, a box's twelve triangles made a scene kernel take minutes to
@@ -595,7 +575,7 @@ def _shape_contact(kind, shape_data, start, world, record, scratch, window, tmax
     if kind == SPHERE:
         tmax, done = _shell(world, record, window, tmax, shape_data[start], obj)
         if not done:
-            tmax = _swept_ellipsoid(world, record, scratch, window, tmax, shape_data[start], obj)
+            tmax = _swept_ellipsoid(world, record, window, tmax, shape_data[start], obj)
     elif kind == BOX:
         hx, hy, hz = shape_data[start], shape_data[start + 1], shape_data[start + 2]
         for sign in (-1.0, 1.0):
@@ -612,12 +592,11 @@ def _shape_contact(kind, shape_data, start, world, record, scratch, window, tmax
 
 @jit_inline
 def _scene_shape_leaf(kind, shape_data, start, consts, window, tmax, ray, out, obj):
-    record, scratch = out
-    return _shape_contact(kind, shape_data, start, consts[16], record, scratch, window, tmax, obj), False
+    return _shape_contact(kind, shape_data, start, consts[SWEPT_WORLD], out[0], window, tmax, obj), False
 
 
-_mesh_walk = make_traversal(sweep_leaf, sweep_setup, visit_swept)
-_scene_walk = make_instance_walk(_scene_mesh_leaf, _scene_shape_leaf, sweep_setup, object_sweep_setup, visit_swept)
+_mesh_walk = make_traversal(sweep_leaf, swept_setup, visit_swept)
+_scene_walk = make_instance_walk(_scene_mesh_leaf, _scene_shape_leaf, swept_setup, object_swept_setup, visit_swept)
 
 
 # ------------------------------------------------------------------ kernels
@@ -660,7 +639,7 @@ def _finish(record, window, i, ox, oy, oz, directions, rows, t, u, v, point, cen
             centre[i, c] = np.nan
             normal[i, c] = np.nan
         return
-    tmin, radius, dx, dy, dz, length = window[:6]
+    tmin, radius, dx, dy, dz, length = _path(window)
     ti = record[CAST_T]
     t[i] = ti
     u[i] = record[CAST_U]
@@ -738,14 +717,11 @@ def _scene_block(scene, origins, directions, radius, tmin, tmax, start, end, obj
     scene, origins, directions, radius = borrowed((scene, origins, directions, radius))
     stack_first, stack_count, stack_t = new_stack()
     record = _cast_record()
-    scratch = _near_record()
-    out = (record, scratch)
+    out = (record,)
     for i in range(start, end):
         _start(record)
         window = _window(tmin, radius[i], directions[i, 0], directions[i, 1], directions[i, 2])
-        _scene_walk(scene.top_nodes, scene.top_links, scene.top_order, scene.enabled, scene.kind, scene.mesh_of,
-                    scene.inverse, scene.mesh_root, scene.nodes, scene.links, scene.tris, scene.shape_start,
-                    scene.shape_data, origins, directions, window, tmax, i, out, stack_first, stack_count, stack_t)
+        _scene_walk(scene, origins, directions, window, tmax, i, out, stack_first, stack_count, stack_t)
         objects[i] = np.int64(record[CAST_OBJECT])
         _finish(record, window, i, origins[i, 0], origins[i, 1], origins[i, 2], directions, rows, t, u, v, point,
                 centre, normal)

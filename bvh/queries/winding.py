@@ -58,7 +58,8 @@ from ..walk.borrow import borrowed
 from .ray_triangle import triangle_edges
 from ..walk.nodes import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH
 from ..shapes import BOX, MESH, SPHERE
-from ..walk.traversal import make_traversal, new_stack, point_setup, visit_point
+from ..walk.space import POINT_X, POINT_Y, POINT_Z, WINDING_BETA2, point_setup
+from ..walk.traversal import make_traversal, new_stack, visit_point
 
 #: Columns of a node row's dipole data (float64, beside the float32 node
 #: row of the same index), plane by plane as the node rows store boxes: one
@@ -378,7 +379,8 @@ def visit_winding(nodes, links, consts, tmin, tmax, node, sp, stack_first, stack
     per-point solid angles (float64). Entered children get the key 0, so
     ``tmax >= 0`` keeps every one."""
     return _visit_dipoles(out[0], links.ctypes.data, stack_first.ctypes.data, stack_count.ctypes.data,
-                          stack_t.ctypes.data, out[1], ray, node, sp, consts[0], consts[1], consts[2], consts[3])
+                          stack_t.ctypes.data, out[1], ray, node, sp, consts[POINT_X], consts[POINT_Y], consts[POINT_Z],
+                          consts[WINDING_BETA2])
 
 
 @jit_inline

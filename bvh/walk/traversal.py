@@ -1,6 +1,9 @@
 """The one traversal of every query: a stack-based walk of four-wide nodes
 (:mod:`bvh.walk.nodes`), with the leaf test as a parameter, as madmann91/bvh
 v2 does; meshes, and scenes of instanced meshes and shapes, share it.
+What a query carries down the walk, slot by slot, and the maps between an
+object's space and the world are in :mod:`bvh.walk.space`; the loops that
+run the steps of many queries (two in turns) in :mod:`bvh.walk.drivers`.
 
 Robustness (Ize, "Robust BVH Ray Traversal", JCGT 2013): the slab distances
 are computed in float64 from float32 bounds padded outwards, and the far
@@ -24,26 +27,18 @@ from numba.extending import intrinsic
 from .._jit import MAX_DEPTH, jit_inline
 from .borrow import frame_array
 from .nodes import CHILD_COUNT, CHILD_FIRST, MAX_X, MAX_Y, MAX_Z, MIN_X, MIN_Y, MIN_Z, ROW
+from .space import (POINT_SCALE, POINT_X, POINT_Y, POINT_Z, RAY_IX, RAY_IY, RAY_IZ, RAY_NEAR_X, RAY_NEAR_Y,
+                    RAY_NEAR_Z, RAY_OIX, RAY_OIY, RAY_OIZ, SWEPT_SCALE, WINDOW_RADIUS, WINDOW_TMIN, object_ray_setup,
+                    ray_of, ray_setup)
 from ..shapes import MESH
 
 _EPS64 = 2.0 ** -53
 _GAMMA3 = 3.0 * _EPS64 / (1.0 - 3.0 * _EPS64)
 IZE_FAR_SCALE = 1.0 + 2.0 * _GAMMA3
 
-#: Direction components smaller than this are treated as this, keeping 1/d
-#: finite (<= 1e200) and (bound - origin) / d finite for any float32 bound.
-TINY_DIRECTION = 1.0e-200
-
 MISS = 1.0e308
 """What a slab test returns for a box the ray misses: beyond any ``tmax``
 (which the kernels clamp to ``FAR``), so a miss sorts after every hit."""
-
-
-@jit_inline
-def safe_reciprocal(x):
-    if abs(x) < TINY_DIRECTION:
-        return 1.0 / TINY_DIRECTION if x >= 0.0 else -1.0 / TINY_DIRECTION
-    return 1.0 / x
 
 
 #: Entries of the per-ray stack: a node pushes at most three children, a wide
@@ -223,6 +218,36 @@ def _choose_next(context, builder, signature, link_data, first_data, count_data,
     return result
 
 
+#: What a node visit returns: ``(sp, first, count, found)``.
+_VISIT_RESULT = types.Tuple((types.int64, types.int32, types.int32, types.boolean))
+
+
+def _visit_codegen(keys):
+    """The code of a node visit intrinsic (:func:`_visit_node` and its
+    kin), whose arguments are the five addresses, ``sp``, ``base`` and then
+    the values of its bound: ``keys(context, builder, node_data, base,
+    value)`` makes the children's keys and entered mask from those values
+    (``value(k, kind)`` is the ``k``-th, cast to ``kind``, float64 unless
+    told), and :func:`_choose_next` does the rest."""
+
+    def codegen(context, builder, signature, args):
+        types_in = signature.args
+        node_data, link_data, first_data, count_data, t_data = [
+            builder.inttoptr(context.cast(builder, args[k], types_in[k], types.uintp), kind.as_pointer())
+            for k, kind in enumerate((ir.FloatType(), ir.IntType(32), ir.IntType(32), ir.IntType(32),
+                                      ir.DoubleType()))]
+        sp, base = [context.cast(builder, args[k], types_in[k], types.int64) for k in (5, 6)]
+
+        def value(k, kind=types.float64):
+            return context.cast(builder, args[7 + k], types_in[7 + k], kind)
+
+        entry, entered = keys(context, builder, node_data, base, value)
+        return _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base,
+                            entry, entered)
+
+    return codegen
+
+
 @intrinsic
 def _visit_node(typingctx, nodes, links, stack_first, stack_count, stack_t, sp, base, near_x, near_y, near_z,
                 far_x, far_y, far_z, oix, oiy, oiz, ix, iy, iz, tmin, tmax):
@@ -249,26 +274,16 @@ def _visit_node(typingctx, nodes, links, stack_first, stack_count, stack_t, sp, 
     cost the same, plain addresses nothing. The arrays outlive every call:
     the caller holds them.
     """
-    sig = types.Tuple((types.int64, types.int32, types.int32, types.boolean))(
+    sig = _VISIT_RESULT(
         nodes, links, stack_first, stack_count, stack_t, sp, base, near_x, near_y, near_z, far_x, far_y, far_z,
         oix, oiy, oiz, ix, iy, iz, tmin, tmax)
 
-    def codegen(context, builder, signature, args):
-        types_in = signature.args
-        node_data, link_data, first_data, count_data, t_data = [
-            builder.inttoptr(context.cast(builder, args[k], types_in[k], types.uintp), kind.as_pointer())
-            for k, kind in enumerate((ir.FloatType(), ir.IntType(32), ir.IntType(32), ir.IntType(32),
-                                      ir.DoubleType()))]
-        sp, base = [context.cast(builder, args[k], types_in[k], types.int64) for k in (5, 6)]
-        oi = [context.cast(builder, args[k], types_in[k], types.float64) for k in range(13, 16)]
-        entry, entered = _slab_vector(context, builder, node_data,
-                                      [context.cast(builder, args[k], types_in[k], types.intp) for k in range(7, 13)],
-                                      oi + oi + [context.cast(builder, args[k], types_in[k], types.float64)
-                                                 for k in range(16, 21)])
-        return _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base,
-                            entry, entered)
+    def keys(context, builder, node_data, base, value):
+        oi = [value(k) for k in range(6, 9)]
+        return _slab_vector(context, builder, node_data, [value(k, types.intp) for k in range(6)],
+                            oi + oi + [value(k) for k in range(9, 14)])
 
-    return sig, codegen
+    return sig, _visit_codegen(keys)
 
 
 @intrinsic
@@ -278,25 +293,15 @@ def _visit_node_swept(typingctx, nodes, links, stack_first, stack_count, stack_t
     """:func:`_visit_node` with separate ``o * i`` values for the near and
     the far planes (:func:`_slab_vector`): the slab test of a ray whose
     origin moves towards each plane, as a swept sphere's does."""
-    sig = types.Tuple((types.int64, types.int32, types.int32, types.boolean))(
+    sig = _VISIT_RESULT(
         nodes, links, stack_first, stack_count, stack_t, sp, base, near_x, near_y, near_z, far_x, far_y, far_z,
         near_oix, near_oiy, near_oiz, far_oix, far_oiy, far_oiz, ix, iy, iz, tmin, tmax)
 
-    def codegen(context, builder, signature, args):
-        types_in = signature.args
-        node_data, link_data, first_data, count_data, t_data = [
-            builder.inttoptr(context.cast(builder, args[k], types_in[k], types.uintp), kind.as_pointer())
-            for k, kind in enumerate((ir.FloatType(), ir.IntType(32), ir.IntType(32), ir.IntType(32),
-                                      ir.DoubleType()))]
-        sp, base = [context.cast(builder, args[k], types_in[k], types.int64) for k in (5, 6)]
-        entry, entered = _slab_vector(context, builder, node_data,
-                                      [context.cast(builder, args[k], types_in[k], types.intp) for k in range(7, 13)],
-                                      [context.cast(builder, args[k], types_in[k], types.float64)
-                                       for k in range(13, 24)])
-        return _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base,
-                            entry, entered)
+    def keys(context, builder, node_data, base, value):
+        return _slab_vector(context, builder, node_data, [value(k, types.intp) for k in range(6)],
+                            [value(k) for k in range(6, 17)])
 
-    return sig, codegen
+    return sig, _visit_codegen(keys)
 
 
 def _point_vector(builder, data, base, values):
@@ -347,38 +352,20 @@ def _visit_node_point(typingctx, nodes, links, stack_first, stack_count, stack_t
     """:func:`_visit_node` for a point query: children are keyed by their
     scaled squared distance from ``(px, py, pz)`` (:func:`_point_vector`),
     entered within ``limit``, nearest first."""
-    sig = types.Tuple((types.int64, types.int32, types.int32, types.boolean))(
+    sig = _VISIT_RESULT(
         nodes, links, stack_first, stack_count, stack_t, sp, base, px, py, pz, scale, limit)
 
-    def codegen(context, builder, signature, args):
-        types_in = signature.args
-        node_data, link_data, first_data, count_data, t_data = [
-            builder.inttoptr(context.cast(builder, args[k], types_in[k], types.uintp), kind.as_pointer())
-            for k, kind in enumerate((ir.FloatType(), ir.IntType(32), ir.IntType(32), ir.IntType(32),
-                                      ir.DoubleType()))]
-        sp, base = [context.cast(builder, args[k], types_in[k], types.int64) for k in (5, 6)]
-        entry, entered = _point_vector(builder, node_data, base,
-                                       [context.cast(builder, args[k], types_in[k], types.float64)
-                                        for k in range(7, 12)])
-        return _choose_next(context, builder, signature, link_data, first_data, count_data, t_data, sp, base,
-                            entry, entered)
+    def keys(context, builder, node_data, base, value):
+        return _point_vector(builder, node_data, base, [value(k) for k in range(5)])
 
-    return sig, codegen
+    return sig, _visit_codegen(keys)
 
 
 @jit_inline
-def ray_setup(ox, oy, oz, dx, dy, dz):
-    """What the slab tests of one ray need, computed once per ray:
-    ``(ox, oy, oz, dx, dy, dz, ix, iy, iz, oix, oiy, oiz, near_x, near_y, near_z)``,
-    the reciprocal direction ``i`` (safe for axis-aligned rays), ``o * i``,
-    and the column of each axis's near plane."""
-    ix = safe_reciprocal(dx)
-    iy = safe_reciprocal(dy)
-    iz = safe_reciprocal(dz)
-    near_x = MIN_X if ix >= 0.0 else MAX_X
-    near_y = MIN_Y if iy >= 0.0 else MAX_Y
-    near_z = MIN_Z if iz >= 0.0 else MAX_Z
-    return ox, oy, oz, dx, dy, dz, ix, iy, iz, ox * ix, oy * iy, oz * iz, near_x, near_y, near_z
+def _slab_constants(consts):
+    """The slots of the ray layout the slab tests read (:mod:`bvh.walk.space`)."""
+    return (consts[RAY_IX], consts[RAY_IY], consts[RAY_IZ], consts[RAY_OIX], consts[RAY_OIY], consts[RAY_OIZ],
+            consts[RAY_NEAR_X], consts[RAY_NEAR_Y], consts[RAY_NEAR_Z])
 
 
 @jit_inline
@@ -388,7 +375,7 @@ def visit_node(nodes, links, ray_consts, tmin, tmax, node, sp, stack_first, stac
     ``found`` False when the ray enters no child. ``ray`` and ``out`` (the
     leaf test's) are not read: a bound that accumulates into the query's
     answer, as the winding number's does (:mod:`bvh.queries.winding`), needs them."""
-    ox, oy, oz, dx, dy, dz, ix, iy, iz, oix, oiy, oiz, near_x, near_y, near_z = ray_consts
+    ix, iy, iz, oix, oiy, oiz, near_x, near_y, near_z = _slab_constants(ray_consts)
     base = node * ROW
     return _visit_node(nodes.ctypes.data, links.ctypes.data, stack_first.ctypes.data, stack_count.ctypes.data,
                        stack_t.ctypes.data, sp, base, base + near_x, base + near_y, base + near_z,
@@ -407,18 +394,17 @@ def visit_swept(nodes, links, consts, window, tmax, node, sp, stack_first, stack
     near plane's distance is ``(min - r - o) i = min i - (o + r) i`` and the
     far plane's ``max i - (o - r) i``, mirrored for ``i < 0``; both are
     ``o i +- r |i|``. Ize's far factor stays; the one more rounding of
-    ``o i + r |i|`` is covered by the padding in ``consts[15]``.
+    ``o i + r |i|`` is covered by the padding in ``consts[SWEPT_SCALE]``.
 
-    ``consts`` starts with :func:`ray_setup`'s fifteen values of the ray in
-    this tree's space, then ``consts[15]``, a factor from world radii to an
-    upper bound of their size in this space (padded by a few parts in 1e12).
-    ``window`` is the sphere cast's per-ray tuple (``bvh.queries.sphere_cast``):
-    ``window[0]`` is ``tmin``, ``window[1]`` the world radius. With radius 0
-    this is :func:`visit_node`'s test.
+    ``consts`` is a swept layout (:mod:`bvh.walk.space`): the ray layout of
+    the ray in this tree's space, then ``SWEPT_SCALE``, a factor from world
+    radii to an upper bound of their size in this space (padded by a few
+    parts in 1e12). ``window`` is the query's per-ray tuple, which starts
+    ``(tmin, radius)`` (``WINDOW_TMIN``, ``WINDOW_RADIUS``): the world
+    radius. With radius 0 this is :func:`visit_node`'s test.
     """
-    ix, iy, iz, oix, oiy, oiz = consts[6], consts[7], consts[8], consts[9], consts[10], consts[11]
-    near_x, near_y, near_z = consts[12], consts[13], consts[14]
-    grown = window[1] * consts[15]
+    ix, iy, iz, oix, oiy, oiz, near_x, near_y, near_z = _slab_constants(consts)
+    grown = window[WINDOW_RADIUS] * consts[SWEPT_SCALE]
     gx = grown * abs(ix)
     gy = grown * abs(iy)
     gz = grown * abs(iz)
@@ -427,84 +413,19 @@ def visit_swept(nodes, links, consts, window, tmax, node, sp, stack_first, stack
                              stack_t.ctypes.data, sp, base, base + near_x, base + near_y, base + near_z,
                              base + (MIN_X + MAX_X) - near_x, base + (MIN_Y + MAX_Y) - near_y,
                              base + (MIN_Z + MAX_Z) - near_z, oix + gx, oiy + gy, oiz + gz, oix - gx, oiy - gy,
-                             oiz - gz, ix, iy, iz, window[0], tmax)
-
-
-#: Shrinks a point query's distance bound in an instance by far more than
-#: its rounding (a few float64 ulps), so the bound stays below the world
-#: distance it stands for even where it is tight (a rigid or uniformly
-#: scaled instance).
-SCALE_SLACK = 1.0 - 1.0e-12
-
-
-@jit_inline
-def point_setup(px, py, pz, unused_x, unused_y, unused_z):
-    """What a point query needs at the top of its walk, in world space:
-    ``(px, py, pz, wx, wy, wz, scale, f00 .. f23)``: the point in the tree's
-    space, the point in world space, the factor from the tree's squared
-    distances to world ones (a lower bound), and the 3x4 map from the tree's
-    space to the world (here the identity). Takes six values, as
-    :func:`ray_setup` does, so that one walk serves both."""
-    return (px, py, pz, px, py, pz, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0)
-
-
-@jit_inline
-def object_point_setup(inverse, o, px, py, pz, unused_x, unused_y, unused_z):
-    """:func:`point_setup` in object ``o``'s space (``inverse`` is ``(O, 3, 4)``).
-
-    An affine map does not keep distances: world distances are what a point
-    query measures, so the leaves map their triangles back to the world (the
-    forward map, here inverted from ``inverse``), and the boxes, which stay
-    in object space, get a lower bound. With ``A`` the linear part of
-    ``inverse``, a world distance ``D`` and its object-space image ``d``
-    satisfy ``d <= sigma_max(A) D``, so ``D^2 >= d^2 / sigma_max(A)^2``;
-    ``sigma_max(A)^2``, the largest eigenvalue of ``A^T A``, is at most the
-    largest absolute row sum of ``A^T A`` (Gershgorin), which is exact for
-    rotations with a uniform scale and conservative otherwise.
-    """
-    a00, a01, a02, t0 = inverse[o, 0, 0], inverse[o, 0, 1], inverse[o, 0, 2], inverse[o, 0, 3]
-    a10, a11, a12, t1 = inverse[o, 1, 0], inverse[o, 1, 1], inverse[o, 1, 2], inverse[o, 1, 3]
-    a20, a21, a22, t2 = inverse[o, 2, 0], inverse[o, 2, 1], inverse[o, 2, 2], inverse[o, 2, 3]
-    lx = a00 * px + a01 * py + a02 * pz + t0
-    ly = a10 * px + a11 * py + a12 * pz + t1
-    lz = a20 * px + a21 * py + a22 * pz + t2
-    g00 = a00 * a00 + a10 * a10 + a20 * a20
-    g11 = a01 * a01 + a11 * a11 + a21 * a21
-    g22 = a02 * a02 + a12 * a12 + a22 * a22
-    g01 = abs(a00 * a01 + a10 * a11 + a20 * a21)
-    g02 = abs(a00 * a02 + a10 * a12 + a20 * a22)
-    g12 = abs(a01 * a02 + a11 * a12 + a21 * a22)
-    largest = max(g00 + g01 + g02, g01 + g11 + g12, g02 + g12 + g22)
-    # The forward linear map is A^-1 = adj(A) / det(A).
-    c00 = a11 * a22 - a12 * a21
-    c01 = a02 * a21 - a01 * a22
-    c02 = a01 * a12 - a02 * a11
-    c10 = a12 * a20 - a10 * a22
-    c11 = a00 * a22 - a02 * a20
-    c12 = a02 * a10 - a00 * a12
-    c20 = a10 * a21 - a11 * a20
-    c21 = a01 * a20 - a00 * a21
-    c22 = a00 * a11 - a01 * a10
-    inv_det = 1.0 / (a00 * c00 + a01 * c10 + a02 * c20)
-    f00, f01, f02 = c00 * inv_det, c01 * inv_det, c02 * inv_det
-    f10, f11, f12 = c10 * inv_det, c11 * inv_det, c12 * inv_det
-    f20, f21, f22 = c20 * inv_det, c21 * inv_det, c22 * inv_det
-    f03 = -(f00 * t0 + f01 * t1 + f02 * t2)
-    f13 = -(f10 * t0 + f11 * t1 + f12 * t2)
-    f23 = -(f20 * t0 + f21 * t1 + f22 * t2)
-    return (lx, ly, lz, px, py, pz, SCALE_SLACK / largest, f00, f01, f02, f03, f10, f11, f12, f13, f20, f21, f22,
-            f23)
+                             oiz - gz, ix, iy, iz, window[WINDOW_TMIN], tmax)
 
 
 @jit_inline
 def visit_point(nodes, links, consts, tmin, tmax, node, sp, stack_first, stack_count, stack_t, ray, out):
-    """:func:`visit_node` for a point query (:func:`point_setup`'s ``consts``):
+    """:func:`visit_node` for a point query (the point layout of
+    :func:`bvh.walk.space.point_setup`):
     ``tmax`` is the squared world distance of the nearest surface so far,
     children are entered nearest first and pruned beyond it."""
     base = node * ROW
     return _visit_node_point(nodes.ctypes.data, links.ctypes.data, stack_first.ctypes.data,
-                             stack_count.ctypes.data, stack_t.ctypes.data, sp, base, consts[0], consts[1], consts[2],
-                             consts[6], tmax)
+                             stack_count.ctypes.data, stack_t.ctypes.data, sp, base, consts[POINT_X],
+                             consts[POINT_Y], consts[POINT_Z], consts[POINT_SCALE], tmax)
 
 
 def make_step(leaf_test, visit=visit_node):
@@ -518,7 +439,7 @@ def make_step(leaf_test, visit=visit_node):
     first hit). The test is bound at compile time rather than passed as a
     value, so the call is static, can be inlined, and the kernel can be
     cached. A walk is a loop of steps until one says it is done; a caller may
-    run the steps of several rays in turns (see ``kernels._closest_block``).
+    run the steps of several rays in turns (:mod:`bvh.walk.drivers`).
 
     The walk hands ``tmin`` to ``visit`` and ``leaf_test`` untouched and
     never reads it itself, so a query that needs more per-ray values than
@@ -537,7 +458,7 @@ def make_step(leaf_test, visit=visit_node):
     def step(nodes, links, tris, ray_consts, tmin, tmax, first, count, sp, ray, out, stack_first, stack_count, stack_t):
         """Visit the node or leaf ``(first, count)`` and choose what to visit next.
 
-        ``ray_consts`` is :func:`ray_setup`'s tuple; ``nodes``/``links`` are the
+        ``ray_consts`` is the setup's tuple (:mod:`bvh.walk.space`); ``nodes``/``links`` are the
         flat float32 and int32 views of the wide rows; ``stack_first``,
         ``stack_count`` (int32) and ``stack_t`` (float64) are this ray's
         scratch of ``STACK_SIZE`` entries, ``sp`` its depth. Nodes are entered
@@ -547,7 +468,7 @@ def make_step(leaf_test, visit=visit_node):
         whether the walk is over.
         """
         if count > 0:
-            ox, oy, oz, dx, dy, dz = ray_consts[:6]
+            ox, oy, oz, dx, dy, dz = ray_of(ray_consts)
             tmax, stop = leaf_test(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out)
             if stop:
                 return first, count, sp, tmax, True
@@ -591,68 +512,48 @@ def make_traversal(leaf_test, setup=ray_setup, visit=visit_node):
     return traverse
 
 
-@jit_inline
-def object_ray(inverse, o, ox, oy, oz, dx, dy, dz):
-    """The ray ``o + t d`` in object ``o``'s space (``inverse`` is ``(O, 3, 4)``
-    world-to-object maps): same ``t``, an affine map keeps the ray parameter,
-    so ``tmin``, ``tmax`` and hits need no conversion."""
-    lox = inverse[o, 0, 0] * ox + inverse[o, 0, 1] * oy + inverse[o, 0, 2] * oz + inverse[o, 0, 3]
-    loy = inverse[o, 1, 0] * ox + inverse[o, 1, 1] * oy + inverse[o, 1, 2] * oz + inverse[o, 1, 3]
-    loz = inverse[o, 2, 0] * ox + inverse[o, 2, 1] * oy + inverse[o, 2, 2] * oz + inverse[o, 2, 3]
-    ldx = inverse[o, 0, 0] * dx + inverse[o, 0, 1] * dy + inverse[o, 0, 2] * dz
-    ldy = inverse[o, 1, 0] * dx + inverse[o, 1, 1] * dy + inverse[o, 1, 2] * dz
-    ldz = inverse[o, 2, 0] * dx + inverse[o, 2, 1] * dy + inverse[o, 2, 2] * dz
-    return lox, loy, loz, ldx, ldy, ldz
-
-
-@jit_inline
-def object_ray_setup(inverse, o, ox, oy, oz, dx, dy, dz):
-    """:func:`ray_setup` of the ray in object ``o``'s space (:func:`object_ray`)."""
-    lox, loy, loz, ldx, ldy, ldz = object_ray(inverse, o, ox, oy, oz, dx, dy, dz)
-    return ray_setup(lox, loy, loz, ldx, ldy, ldz)
-
-
 def make_instance_step(mesh_leaf, shape_leaf, setup=ray_setup, object_setup=object_ray_setup, visit=visit_node):
     """One step of a walk of one world query through a two-level scene,
     specialised to its leaf tests and its kind of query (see
     :func:`make_instance_walk`, the loop of these steps). A caller may run
-    the steps of several queries in turns (``scene_kernels._closest_block``).
+    the steps of several queries in turns (:mod:`bvh.walk.drivers`).
 
     The state of a walk is ``(consts, first, count, sp, mark, obj, tmax)``:
     the query's constants in the space of the tree it is in, the node or
     leaf to visit next, the stack depth, ``mark`` (-1 on the top level, else
     the depth at which the walk entered object ``obj``) and the far limit.
-    The step takes the scene's arrays as the walk does; borrowed
-    (:mod:`bvh.walk.borrow`), they cost no reference counting per step.
+    The step takes the scene as the walk does; borrowed
+    (:mod:`bvh.walk.borrow`), its arrays cost no reference counting per step.
     Returns the next state and whether the walk is over.
     """
 
     @jit_inline
-    def step(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
-             shape_start, shape_data, origins, directions, tmin, ray, out, stack_first, stack_count, stack_t,
-             consts, first, count, sp, mark, obj, tmax):
+    def step(scene, origins, directions, tmin, ray, out, stack_first, stack_count, stack_t, consts, first, count, sp,
+             mark, obj, tmax):
         if count > 0:
             if mark >= 0:
-                tmax, stop = mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj)
+                tmax, stop = mesh_leaf(scene.tris, first, count, consts, tmin, tmax, ray, out, obj)
                 if stop:
                     return consts, first, count, sp, mark, obj, tmax, True
             else:
-                o = top_order[np.uint64(first)]
-                if enabled[o]:
-                    local = object_setup(inverse, o, origins[ray, 0], origins[ray, 1], origins[ray, 2],
+                o = scene.top_order[np.uint64(first)]
+                if scene.enabled[o]:
+                    local = object_setup(scene.inverse, o, origins[ray, 0], origins[ray, 1], origins[ray, 2],
                                          directions[ray, 0], directions[ray, 1], directions[ray, 2])
-                    if kind[o] == MESH:
-                        return local, mesh_root[mesh_of[o]], 0, sp, sp, o, tmax, False
-                    tmax, stop = shape_leaf(kind[o], shape_data, shape_start[o], local, tmin, tmax, ray, out, o)
+                    kind = scene.kind[o]
+                    if kind == MESH:
+                        return local, scene.mesh_root[scene.mesh_of[o]], 0, sp, sp, o, tmax, False
+                    tmax, stop = shape_leaf(kind, scene.shape_data, scene.shape_start[o], local, tmin, tmax, ray, out,
+                                            o)
                     if stop:
                         return consts, first, count, sp, mark, obj, tmax, True
         else:
             if mark >= 0:
-                sp, child_first, child_count, found = visit(nodes, links, consts, tmin, tmax, first, sp,
+                sp, child_first, child_count, found = visit(scene.nodes, scene.links, consts, tmin, tmax, first, sp,
                                                             stack_first, stack_count, stack_t, ray, out)
             else:
-                sp, child_first, child_count, found = visit(top_nodes, top_links, consts, tmin, tmax, first, sp,
-                                                            stack_first, stack_count, stack_t, ray, out)
+                sp, child_first, child_count, found = visit(scene.top_nodes, scene.top_links, consts, tmin, tmax,
+                                                            first, sp, stack_first, stack_count, stack_t, ray, out)
             if found:
                 return consts, child_first, child_count, sp, mark, obj, tmax, False
         while sp > 0:
@@ -701,21 +602,22 @@ def make_instance_walk(mesh_leaf, shape_leaf, setup=ray_setup, object_setup=obje
     step = make_instance_step(mesh_leaf, shape_leaf, setup, object_setup, visit)
 
     @jit_inline
-    def walk(top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
-             shape_start, shape_data, origins, directions, tmin, tmax, ray, out, stack_first, stack_count, stack_t):
+    def walk(scene, origins, directions, tmin, tmax, ray, out, stack_first, stack_count, stack_t):
         """Walk world query ``ray`` (of ``origins``, ``directions``) near to far
-        through the scene whose arrays are the fields of
-        ``bvh.scene_kernels.SceneArrays``; ``stack_*`` are the query's scratch
-        of ``STACK_SIZE`` entries. Returns the final ``tmax``."""
+        through ``scene``: a ``bvh.queries.scene_rays.SceneArrays``, or any
+        named tuple with the fields the step reads (``top_nodes``,
+        ``top_links``, ``top_order``, ``enabled``, ``kind``, ``mesh_of``,
+        ``inverse``, ``mesh_root``, ``nodes``, ``links``, ``tris``,
+        ``shape_start``, ``shape_data``); ``stack_*`` are the query's
+        scratch of ``STACK_SIZE`` entries. Returns the final ``tmax``."""
         consts = setup(origins[ray, 0], origins[ray, 1], origins[ray, 2], directions[ray, 0], directions[ray, 1],
                        directions[ray, 2])
         first, count, sp, mark, obj = 0, 0, 0, -1, -1
         done = False
         while not done:
-            consts, first, count, sp, mark, obj, tmax, done = step(
-                top_nodes, top_links, top_order, enabled, kind, mesh_of, inverse, mesh_root, nodes, links, tris,
-                shape_start, shape_data, origins, directions, tmin, ray, out, stack_first, stack_count, stack_t,
-                consts, first, count, sp, mark, obj, tmax)
+            consts, first, count, sp, mark, obj, tmax, done = step(scene, origins, directions, tmin, ray, out,
+                                                                   stack_first, stack_count, stack_t, consts, first,
+                                                                   count, sp, mark, obj, tmax)
         return tmax
 
     return walk
