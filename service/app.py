@@ -34,6 +34,15 @@ from .store.store import SceneStore
 
 log = logging.getLogger("service")
 
+#: The API's own documentation, as FastAPI serves it.
+DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+
+
+def open_paths(settings: Settings) -> frozenset[str]:
+    """The paths that answer without the API key: probes, metrics, the API's own documentation,
+    and the viewer's static page (it holds no data; it asks for the key before it calls the API)."""
+    return health.OPEN_PATHS | DOCS_PATHS | viewer.VIEWER_PATHS
+
 
 def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None = None) -> threading.Thread | None:
     """Open the saved scenes and warm the pick path, then mark the store ready.
@@ -181,12 +190,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(DirectRoutes, routes=picks.direct_router.routes + objects.direct_router.routes,
                        http_error=http_error)
     app.add_middleware(BodyLimit, limit_mb=settings.max_upload_mb)
+    unlocked = open_paths(settings)
     if settings.api_key is not None:
-        app.add_middleware(ApiKeyAuth, api_key=settings.api_key.get_secret_value())
+        app.add_middleware(ApiKeyAuth, api_key=settings.api_key.get_secret_value(), open_paths=unlocked)
     if settings.cors_origins:
         # Outside the key check: browsers send CORS preflights without credentials.
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
                            allow_headers=["*"], expose_headers=[*IDBUFFER_HEADERS, CAMERA_HEADER])
     app.add_middleware(RequestMetrics, metrics=metrics)
-    install_schemas(app, secured=settings.api_key is not None)
+    install_schemas(app, secured=settings.api_key is not None, open_paths=unlocked)
     return app
