@@ -25,6 +25,11 @@ async def get_store(request: Request) -> SceneStore:
     return request.app.state.store
 
 
+def count_rays(request, count: int) -> None:
+    """Count ``count`` rays cast for ``request`` in ``/metrics``."""
+    request.app.state.metrics.count_rays(count)
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 SceneStoreDep = Annotated[SceneStore, Depends(get_store)]
 

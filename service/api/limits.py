@@ -1,4 +1,5 @@
-"""Upper bounds on the size of answers, checked against ``PICK_MAX_RESPONSE_MB``.
+"""Limits on what one request may ask: rays (``PICK_MAX_RAYS``), and upper bounds on the
+size of answers, checked against ``PICK_MAX_RESPONSE_MB``.
 
 A camera pick of four million pixels would answer some 600 MB of JSON, built
 in memory first. Each bound here is the largest size the answer can take,
@@ -18,9 +19,6 @@ from ..store.store import SceneView
 #: The longest float orjson writes (24 bytes) and the longest int64 (20 bytes).
 LONGEST_FLOAT = -2.2250738585072014e-308
 LONGEST_INT = -(2**63)
-
-#: Bytes of one binary batch answer record (see ``service.picking.RECORD``).
-BINARY_RECORD_BYTES = 32
 
 #: A JSON string takes at most this many bytes per character of its text:
 #: a control character is escaped as ``\\u00XX``.
@@ -66,9 +64,6 @@ CLOSEST_POINT_BYTES, CLOSEST_FIXED_BYTES = _per_item(lambda n: {
     "mesh": [LONGEST_INT] * n, "triangle": [LONGEST_INT] * n, "u": [LONGEST_FLOAT] * n,
     "v": [LONGEST_FLOAT] * n, "point": [[LONGEST_FLOAT] * 3] * n, "normal": [[LONGEST_FLOAT] * 3] * n})
 
-#: Bytes of one binary closest-point record (see ``service.proximity.CLOSEST_RECORD``).
-CLOSEST_RECORD_BYTES = 44
-
 #: One selected object, the name and its triangles excluded.
 SELECTED_BYTES, SELECTION_FIXED_BYTES = _per_item(lambda n: {"objects": [
     {"id": LONGEST_INT, "name": "", "triangles": None}] * n})
@@ -77,6 +72,12 @@ SELECTED_BYTES, SELECTION_FIXED_BYTES = _per_item(lambda n: {"objects": [
 def longest_name_bytes(view: SceneView) -> int:
     """Most bytes one object's name can take in JSON, in the scene state ``view``."""
     return BYTES_PER_NAME_CHARACTER * view.objects.longest_name
+
+
+def check_ray_count(count: int, settings: Settings, what: str = "rays") -> None:
+    """413 when one request casts ``count`` rays (or pixels, or points: ``what``) over ``PICK_MAX_RAYS``."""
+    if count > settings.max_rays:
+        raise ClientError(413, f"{count} {what} in one request; the limit is {settings.max_rays} (PICK_MAX_RAYS)")
 
 
 def check(size: int, settings: Settings, what: str, advice: str = "") -> None:
@@ -107,14 +108,9 @@ def json_closest(points: int) -> int:
     return CLOSEST_FIXED_BYTES + points * CLOSEST_POINT_BYTES
 
 
-def binary_closest(points: int) -> int:
-    """The binary closest-point answer of ``points`` points."""
-    return points * CLOSEST_RECORD_BYTES
-
-
-def binary_batch(rays: int, record_bytes: int = BINARY_RECORD_BYTES) -> int:
-    """The binary batch answer of ``rays`` rays of ``record_bytes`` each (32, or 44 with the primitive)."""
-    return rays * record_bytes
+def binary(items: int, record_bytes: int) -> int:
+    """A binary answer of ``items`` records of ``record_bytes`` each (``service.queries``' ``*_RECORD``)."""
+    return items * record_bytes
 
 
 def all_hits(hits: int, view: SceneView) -> int:

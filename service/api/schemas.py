@@ -588,6 +588,10 @@ class MatrixCamera(RequestModel):
     height: Annotated[int, Field(strict=True, ge=1)]
 
 
+#: The tags of the camera unions (:func:`_camera_kind`), which a refusal's location leaves out.
+CAMERA_TAGS = frozenset({"pinhole", "matrices"})
+
+
 def _camera_kind(body) -> str | None:
     if isinstance(body, dict):
         return "matrices" if ("view" in body or "projection" in body) else "pinhole"

@@ -1,12 +1,24 @@
-"""Pick results as the API returns them, built from ``bvh.SceneHits``.
+"""What a pick does, for ``POST /scenes/{id}/pick``, ``/pick/batch``, ``/pick/camera`` and the
+live channel: the request's options as ``Scene.intersect``'s keyword arguments, the query, and
+its answer as the API returns it, built from ``bvh.SceneHits``.
 
 Everything here is numpy over all rays at once; only the final assembly of
 per-ray JSON objects loops in Python. The binary batch answer is one numpy
 structured array written straight into the response body.
 """
 
-import numpy as np
+import math
 
+import numpy as np
+import orjson
+
+from bvh.camera import Camera
+
+from ..api import limits
+from ..api.errors import ClientError, client_errors
+from ..api.responses import JSON_OPTIONS
+from ..api.schemas import MatrixCamera, PickOptions
+from ..settings import Settings
 from ..store.store import SceneView, StoredScene
 
 #: One binary batch answer record: 32 bytes, little-endian.
@@ -309,6 +321,11 @@ def all_hit_results(stored: StoredScene, view: SceneView, every, speed: float) -
     return out
 
 
+#: The columns of a JSON batch answer, in order.
+BATCH_COLUMNS = ("hit", "t", "object", "triangle", "u", "v", "point", "normal", "primitive", "segment", "s",
+                 "point_index")
+
+
 def batch_columns(hits) -> dict:
     """The JSON batch answer: one list per field, null (or -1) on a miss."""
     return {
@@ -341,3 +358,156 @@ def batch_records(hits, layout: np.dtype = RECORD) -> bytes:
         records["index"] = np.where(hits.segment >= 0, hits.segment, hits.point_index)
         records["s"] = hits.s
     return records.tobytes()
+
+
+# ------------------------------------------------------------------ options
+
+#: Every mask bit: the mask of a request that gives none.
+ALL_BITS = 0xFFFFFFFF
+
+#: ``Scene.intersect``'s tolerances for line and point objects, which only a closest-hit pick takes.
+TOLERANCES = ("line_tolerance", "point_tolerance", "line_slope", "point_slope")
+
+
+def window(options: PickOptions) -> dict:
+    """Keyword arguments of ``Scene.intersect`` from a request's options."""
+    return query_options(options.tmin, options.tmax, options.mask, options.objects, options.exclude,
+                         options.alpha_test, options.alpha_cutoff, options.line_tolerance, options.point_tolerance)
+
+
+def query_options(tmin: float, tmax: float | None, mask: int | None, objects, exclude, alpha_test: bool,
+                  alpha_cutoff: float, line_tolerance: float, point_tolerance: float) -> dict:
+    """Keyword arguments of ``Scene.intersect`` from a pick's options, however the request gave them
+    (a JSON body, a binary batch's query string, the live channel's ``batch_options``)."""
+    found = {**query_window(tmin, tmax, mask, objects, exclude), **alpha_options(alpha_test, alpha_cutoff)}
+    if line_tolerance:
+        found["line_tolerance"] = line_tolerance
+    if point_tolerance:
+        found["point_tolerance"] = point_tolerance
+    return found
+
+
+def surface_window(options: dict) -> dict:
+    """``options`` without the line and point tolerances, for queries that skip lines and points."""
+    return {name: value for name, value in options.items() if name not in TOLERANCES}
+
+
+def alpha_options(alpha_test: bool, alpha_cutoff: float) -> dict:
+    """The alpha-test keyword arguments of ``Scene.intersect`` (``bvh.queries.alpha``)."""
+    return {"alpha_test": alpha_test, "alpha_cutoff": alpha_cutoff}
+
+
+def query_window(tmin: float, tmax: float | None, mask: int | None, objects, exclude) -> dict:
+    """Keyword arguments of ``Scene.intersect``: null ``tmax`` is unbounded, null ``mask`` all bits."""
+    if tmax is not None and tmax < tmin:
+        raise ClientError(422, f"tmax ({tmax}) must not be less than tmin ({tmin})")
+    return {"tmin": tmin, "tmax": math.inf if tmax is None else tmax, "mask": ALL_BITS if mask is None else mask,
+            "objects": objects, "exclude": exclude}
+
+
+#: ``query_window`` of a pick that sets no option.
+DEFAULT_WINDOW = query_window(0.0, None, None, None, None)
+
+
+# ------------------------------------------------------------------ queries
+
+def pick_one(stored, settings: Settings, origin_list: list, direction_list: list, options: dict = DEFAULT_WINDOW,
+             cull_backfaces: bool = False, all_hits: bool = False) -> dict:
+    """The answer of a one-ray pick, as ``POST /scenes/{id}/pick`` sends it (also the live channel's).
+
+    Parameters
+    ----------
+    stored : StoredScene
+    settings : Settings
+        For the answer limit of an ``all_hits`` pick.
+    origin_list, direction_list : list of 3 float
+        Validated: finite, the direction not zero.
+    options : dict
+        :func:`query_window`'s keyword arguments.
+
+    Raises
+    ------
+    ClientError
+        422 or 404 for what the scene refuses (unknown object filters, origins out of range), 413
+        for an ``all_hits`` answer over ``PICK_MAX_RESPONSE_MB``.
+    """
+    origin = np.array(origin_list, np.float64)
+    direction = np.array(direction_list, np.float64)
+    if all_hits:
+        with client_errors():
+            every, view = stored.consistent(
+                lambda scene: scene.intersect_all(origin, direction, **surface_window(options)))
+        # Only the query tells how many surfaces the ray crosses: checked before the answer is built.
+        crossed = every.t.shape[0]
+        limits.check(limits.all_hits(crossed, view), settings, f"an all_hits pick crossing {crossed} surfaces",
+                     ": narrow it with tmin and tmax, mask, objects or exclude")
+        return {"hits": all_hit_results(stored, view, every, math.hypot(*direction_list))}
+    with client_errors():
+        hits, view = stored.consistent(
+            lambda scene: scene.intersect(origin, direction, cull_backfaces=cull_backfaces, **options))
+    return single_result(stored, view, hits, math.hypot(*direction_list))
+
+
+def trace(stored, origins: np.ndarray, directions: np.ndarray, cull_backfaces: bool, options: dict):
+    """``(bvh.SceneHits, SceneView)`` of rays ``origins``, ``directions`` (N, 3); the library's
+    refusals as 422 and 404."""
+    with client_errors():
+        return stored.consistent(lambda scene: scene.intersect(origins, directions, cull_backfaces=cull_backfaces,
+                                                               **options))
+
+
+def binary_batch(stored, data: bytes, cull_backfaces: bool, options: dict, layout: np.dtype = RECORD) -> bytes:
+    """The records of a binary batch (``data``: whole rays of ``RAY_BYTES``, checked by the caller),
+    each of ``layout`` (:data:`RECORD_LAYOUTS`)."""
+    rays = np.frombuffer(data, "<f4").reshape(-1, 6).astype(np.float64)
+    hits, _ = trace(stored, rays[:, :3], rays[:, 3:], cull_backfaces, options)
+    return batch_records(hits, layout)
+
+
+def json_batch(stored, body) -> bytes:
+    """The JSON answer of a ``BatchPickRequest``: :func:`batch_columns`."""
+    if not body.origins:
+        return orjson.dumps({name: [] for name in BATCH_COLUMNS})
+    hits, _ = trace(stored, np.array(body.origins, np.float64), np.array(body.directions, np.float64),
+                    body.cull_backfaces, window(body))
+    return orjson.dumps(batch_columns(hits), option=JSON_OPTIONS)
+
+
+def make_camera(body) -> Camera:
+    """A ``bvh.camera.Camera`` from a request's pinhole fields or matrices; 422 when invalid."""
+    with client_errors():
+        if isinstance(body, MatrixCamera):
+            return Camera.from_matrices(np.array(body.view, np.float64), np.array(body.projection, np.float64),
+                                        body.width, body.height)
+        return Camera.pinhole(body.position, body.target, body.up, body.fov_y_deg, body.width, body.height)
+
+
+def check_pixels_inside(pixels: np.ndarray, width: int, height: int) -> None:
+    """422 naming the first of ``pixels (N, 2)`` outside the image ``[0, width] x [0, height]``."""
+    outside = (pixels < 0.0).any(axis=1) | (pixels[:, 0] > width) | (pixels[:, 1] > height)
+    if outside.any():
+        row = int(np.flatnonzero(outside)[0])
+        x, y = pixels[row].tolist()
+        raise ClientError(422, f"pixels[{row}] = [{x!r}, {y!r}] lies outside the {width}x{height} image: "
+                               f"x must be within [0, {width}] and y within [0, {height}]")
+
+
+def camera_pick(stored, body) -> bytes:
+    """The JSON answer of a ``CameraPickRequest``: a result per pixel, each with its world ray."""
+    camera = make_camera(body)
+    pixels = np.array(body.pixels, np.float64)
+    check_pixels_inside(pixels, camera.width, camera.height)
+    options = window(body)
+    with client_errors():
+        origins, directions = camera.rays(pixels)
+        # Pixel tolerances: a cone (perspective) or a width (orthographic) per ray, added to the world ones.
+        for kind, pixels_wide in (("line", body.line_pixels), ("point", body.point_pixels)):
+            if pixels_wide:
+                world, slope = camera.pixel_tolerance(pixels, pixels_wide)
+                options[f"{kind}_tolerance"] = options.get(f"{kind}_tolerance", 0.0) + world
+                options[f"{kind}_slope"] = slope
+    hits, view = trace(stored, origins, directions, body.cull_backfaces, options)
+    picked = results(stored, view, hits, np.ones(origins.shape[0]))
+    for result, origin, direction in zip(picked, origins.tolist(), directions.tolist()):
+        result["ray"] = {"origin": origin, "direction": direction}
+    return orjson.dumps({"results": picked}, option=JSON_OPTIONS)

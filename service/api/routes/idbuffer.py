@@ -22,18 +22,17 @@ from fastapi import APIRouter, Request, Response
 from pydantic import TypeAdapter
 from starlette.concurrency import run_in_threadpool
 
-from .. import limits as response_limits
+from .. import limits
 from ..bodies import parse_json_body, require_json
-from ..deps import SceneStoreDep, SettingsDep, find_scene
+from ..deps import SceneStoreDep, SettingsDep, count_rays, find_scene
 from ..errors import ClientError, client_errors
 from ..openapi import EXAMPLES, body_doc
-from ..schemas import ErrorOut, IdBufferRequest
-from .picks import count_rays, make_camera, query_window
+from ..schemas import CAMERA_TAGS, ErrorOut, IdBufferRequest
+from ...queries.picking import make_camera, query_window
 
 router = APIRouter(tags=["idbuffer"])
 
 IDBUFFER = TypeAdapter(IdBufferRequest)
-CAMERA_TAGS = frozenset({"pinhole", "matrices"})
 
 #: gzip level: the fastest; see the module notes.
 GZIP_LEVEL = 1
@@ -145,8 +144,8 @@ async def id_buffer(scene_id: str, request: Request, store: SceneStoreDep, setti
         raise ClientError(413, f"a {size} ID buffer has {pixels} pixels; the limit is "
                                f"{settings.max_idbuffer_pixels} (PICK_MAX_IDBUFFER_PIXELS): ask for a smaller image")
     planes = planes_asked(body.normal, body.barycentric)
-    response_limits.check(pixels * pixel_bytes(planes), settings, f"a {size} ID buffer",
-                          ": ask for a smaller image, or leave out normal and barycentric")
+    limits.check(pixels * pixel_bytes(planes), settings, f"a {size} ID buffer",
+                 ": ask for a smaller image, or leave out normal and barycentric")
     compress = accepts_gzip(request.headers.get("accept-encoding"))
     count_rays(request, pixels)
     data = await run_in_threadpool(_id_buffer, stored, body, compress)
