@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import limits
 from ..bodies import parse_json_body, require_json
-from ..deps import SceneStoreDep, SettingsDep, count_rays, find_scene
+from ..deps import SettingsDep, StoredSceneDep, count_rays
 from ..errors import ClientError, client_errors
 from ..openapi import EXAMPLES, body_doc
 from ..schemas import CAMERA_TAGS, ErrorOut, IdBufferRequest
@@ -129,13 +129,12 @@ def _id_buffer(stored, body, compress: bool) -> bytes:
                               "description": "the ID buffer's planes; see the layout", "headers": HEADERS},
                         404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}},
              openapi_extra=body_doc(IdBufferRequest, examples=EXAMPLES["idbuffer"]))
-async def id_buffer(scene_id: str, request: Request, store: SceneStoreDep, settings: SettingsDep):
+async def id_buffer(stored: StoredSceneDep, request: Request, settings: SettingsDep):
     """What every pixel of a camera's image shows (the ID buffer of GPU picking, traced): per
     pixel the object and triangle hit through its centre and the depth, optionally the normal and
     barycentrics, as binary planes (layout in the 200 answer's description and headers). A hover
     over a still camera is then a look-up: pixel (x, y) answers what /pick/camera answers for
     [x + 0.5, y + 0.5]. Send ``Accept-Encoding: gzip`` for a compressed body."""
-    stored = await find_scene(store, scene_id)
     require_json(request)
     body = await parse_json_body(IDBUFFER, await request.body(), CAMERA_TAGS)
     pixels = body.width * body.height

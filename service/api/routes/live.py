@@ -8,7 +8,7 @@ document, on the ``GET`` of this path.
 from fastapi import APIRouter, WebSocket
 from fastapi.responses import Response
 
-from ..deps import SceneStoreDep, find_scene
+from ..deps import StoredSceneDep
 from ..errors import ClientError
 from ..openapi import messages_doc
 from ..schemas import (AuthMessage, BatchOptionsAnswer, BatchOptionsMessage, EditAnswer, EditMessage, ErrorMessage,
@@ -30,9 +30,8 @@ async def live(websocket: WebSocket, scene_id: str):
                 client=[AuthMessage, PickMessage, EditMessage, BatchOptionsMessage],
                 server=[HelloMessage, PickAnswer, EditAnswer, BatchOptionsAnswer, ErrorMessage, EventMessage,
                         ResyncMessage]))
-async def live_over_http(scene_id: str, store: SceneStoreDep):
+async def live_over_http(stored: StoredSceneDep):
     """The live channel: picks, edits and the scene's change events over one WebSocket."""
-    await find_scene(store, scene_id)
-    raise ClientError(426, f"/scenes/{scene_id}/live is a WebSocket: open it with a WebSocket client "
+    raise ClientError(426, f"/scenes/{stored.id}/live is a WebSocket: open it with a WebSocket client "
                            "(ws:// or wss://), which sends this GET with 'Upgrade: websocket'",
                       headers={"Upgrade": "websocket", "Connection": "Upgrade"})

@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 
 from .. import limits
 from ..bodies import JSON, parse_json, parse_json_body, parse_plain_ray, read_body, require_json
-from ..deps import SceneStoreDep, SettingsDep, count_rays, find_scene, scene_in_memory
+from ..deps import SettingsDep, StoredSceneDep, count_rays, find_scene, scene_in_memory
 from ..direct_route import DirectRoute
 from ..dual_form import RAYS, DualForm, off_loop
 from ..openapi import EXAMPLES, QUERY_ERRORS, body_doc, dual_form_responses
@@ -77,7 +77,7 @@ RECORDS_DOC = ("binary form only: `surface`, 32-byte records (float32 t, int32 o
              responses=dual_form_responses("32-byte records, 44-byte with records=primitive"),
              openapi_extra=body_doc(BatchPickRequest, binary=BINARY_BATCH, examples=EXAMPLES["batch"]))
 async def pick_batch(
-        scene_id: str, request: Request, store: SceneStoreDep, settings: SettingsDep,
+        stored: StoredSceneDep, request: Request, settings: SettingsDep,
         tmin: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0,
         tmax: Annotated[float | None, Query(ge=0, allow_inf_nan=False, description="binary form only")] = None,
         cull_backfaces: Annotated[bool, Query(description="binary form only")] = False,
@@ -91,7 +91,6 @@ async def pick_batch(
         records: Annotated[RecordLayout, Query(description=RECORDS_DOC)] = "surface"):
     """Many rays at once: JSON ``origins`` and ``directions`` answered column by column, or
     ``application/octet-stream`` rays answered as packed binary records."""
-    stored = await find_scene(store, scene_id)
     layout = RECORD_LAYOUTS[records]
     received = await BATCH.read(request, settings, layout.itemsize)
     if received.binary:
@@ -103,11 +102,10 @@ async def pick_batch(
 
 @router.post("/scenes/{scene_id}/pick/camera", response_model=CameraPickResults, responses=QUERY_ERRORS,
              openapi_extra=body_doc(CameraPickRequest, examples=EXAMPLES["camera"]))
-async def pick_camera(scene_id: str, request: Request, store: SceneStoreDep, settings: SettingsDep):
+async def pick_camera(stored: StoredSceneDep, request: Request, settings: SettingsDep):
     """One pick per pixel of a camera (pinhole fields, or OpenGL ``view`` and ``projection``);
     each result carries its world ray (unit direction, so ``t`` is the distance). Pixels lie
     within the image: ``0 <= x <= width``, ``0 <= y <= height``."""
-    stored = await find_scene(store, scene_id)
     require_json(request)
     body = await parse_json_body(CAMERA_PICK, await request.body(), CAMERA_TAGS)
     limits.check_ray_count(len(body.pixels), settings, "pixels")

@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import limits
 from ..bodies import JSON, parse_json_body, require_json
-from ..deps import SceneStoreDep, SettingsDep, find_scene
+from ..deps import SettingsDep, StoredSceneDep
 from ..dual_form import POINTS, RAYS, DualForm
 from ..openapi import EXAMPLES, body_doc, dual_form_responses
 from ..schemas import (ClosestRequest, ClosestResult, ContainsRequest, ContainsResult, ErrorOut, OverlapRequest,
@@ -44,7 +44,7 @@ CLOSEST = DualForm(POINTS, ClosestRequest, "points", ("max_distance", "mask", "o
              responses=dual_form_responses("44-byte records"),
              openapi_extra=body_doc(ClosestRequest, binary=BINARY_CLOSEST, examples=EXAMPLES["closest"]))
 async def closest(
-        scene_id: str, request: Request, store: SceneStoreDep, settings: SettingsDep,
+        stored: StoredSceneDep, request: Request, settings: SettingsDep,
         max_distance: Annotated[float | None, Query(ge=0, allow_inf_nan=False,
                                                     description="binary form only; unbounded if absent")] = None,
         mask: Annotated[int | None, Query(ge=0, le=ALL_BITS, description="binary form only")] = None,
@@ -53,7 +53,6 @@ async def closest(
     """The nearest surface point of the scene to each world point: its object, face,
     barycentrics, distance and normal. JSON ``points`` are answered column by column,
     ``application/octet-stream`` points as packed binary records."""
-    stored = await find_scene(store, scene_id)
     received = await CLOSEST.read(request, settings, CLOSEST_RECORD.itemsize)
     if received.binary:
         limit = math.inf if max_distance is None else max_distance
@@ -79,7 +78,7 @@ SPHERE_CAST = DualForm(RAYS, SphereCastRequest, "origins", ("radius", "tmin", "t
              responses=dual_form_responses("44-byte records"),
              openapi_extra=body_doc(SphereCastRequest, binary=BINARY_SPHERE_CAST, examples=EXAMPLES["sphere_cast"]))
 async def sphere_cast(
-        scene_id: str, request: Request, store: SceneStoreDep, settings: SettingsDep,
+        stored: StoredSceneDep, request: Request, settings: SettingsDep,
         radius: Annotated[float | None, Query(ge=0, allow_inf_nan=False,
                                               description="binary form only, and required there")] = None,
         tmin: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0,
@@ -91,7 +90,6 @@ async def sphere_cast(
     (``t``), the point it touches and the contact normal. Radius 0 is a ray pick. JSON
     ``origins``, ``directions`` are answered column by column, ``application/octet-stream``
     rays as packed binary records."""
-    stored = await find_scene(store, scene_id)
     # The answer checked at 32 bytes a ray, as the pick batch's, though its records are 44.
     received = await SPHERE_CAST.read(request, settings, RECORD.itemsize, binary_refusal=None if radius is not None
                                       else "a binary sphere cast needs its radius in the query string: ?radius=0.5")
@@ -117,7 +115,7 @@ CONTAINS = DualForm(POINTS, ContainsRequest, "points", ("signed_distance", "mask
              responses=dual_form_responses("8-byte records", "JSON"),
              openapi_extra=body_doc(ContainsRequest, binary=BINARY_CONTAINS, examples=EXAMPLES["contains"]))
 async def contains(
-        scene_id: str, request: Request, store: SceneStoreDep, settings: SettingsDep,
+        stored: StoredSceneDep, request: Request, settings: SettingsDep,
         signed_distance: Annotated[bool, Query(description="binary form only")] = False,
         mask: Annotated[int | None, Query(ge=0, le=ALL_BITS, description="binary form only")] = None,
         objects: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
@@ -125,7 +123,6 @@ async def contains(
     """Whether each world point lies inside a closed object of the scene (by generalised
     winding number), which object, and on request the signed distance to the nearest surface
     (negative inside)."""
-    stored = await find_scene(store, scene_id)
     # The answer checked at 44 bytes a point, as the closest point's, though its records are 8.
     received = await CONTAINS.read(request, settings, CLOSEST_RECORD.itemsize)
     if received.binary:
@@ -140,11 +137,10 @@ async def contains(
              responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
                         422: {"model": ErrorOut}},
              openapi_extra=body_doc(OverlapRequest, examples=EXAMPLES["overlap"]))
-async def overlap(scene_id: str, request: Request, store: SceneStoreDep, settings: SettingsDep):
+async def overlap(stored: StoredSceneDep, request: Request, settings: SettingsDep):
     """The objects that touch a solid region of world space (a sphere, an axis-aligned or
     oriented box, a capsule, or a convex region given by half-spaces), exactly on their
     triangles; ``mode: "triangles"`` also lists each object's faces that touch it."""
-    stored = await find_scene(store, scene_id)
     require_json(request)
     body = await parse_json_body(OverlapRequest, await request.body())
     # One region may touch the whole scene: always on a worker thread, answer included.

@@ -6,7 +6,7 @@ from pydantic import TypeAdapter
 from starlette.concurrency import run_in_threadpool
 
 from ..bodies import parse_json_body, require_json
-from ..deps import SceneStoreDep, count_rays, find_scene
+from ..deps import SettingsDep, StoredSceneDep, count_rays
 from ..openapi import EXAMPLES, body_doc
 from ..schemas import CAMERA_TAGS, ErrorOut, SelectRequest, SelectResult
 from ...queries.selection import select as select_answer
@@ -19,7 +19,7 @@ SELECT = TypeAdapter(SelectRequest)
 @router.post("/scenes/{scene_id}/select", response_model=SelectResult,
              responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}},
              openapi_extra=body_doc(SelectRequest, examples=EXAMPLES["select"]))
-async def select(scene_id: str, request: Request, store: SceneStoreDep):
+async def select(stored: StoredSceneDep, request: Request, settings: SettingsDep):
     """Objects inside or crossing the region of a pixel rectangle ``rect`` = [x0, y0, x1, y1]
     (a marquee) or polygon ``polygon`` = [[x, y], ...] (a lasso, concave allowed), culled by world
     boxes, then exact on triangles; ``mode: "triangles"`` also lists each object's triangles
@@ -33,11 +33,10 @@ async def select(scene_id: str, request: Request, store: SceneStoreDep):
     faces), spheres and polygon shapes judged by their world boxes both ways (conservatively).
     ``visible_only: true`` takes only what is seen: one ray through the centre of each pixel of
     the region (every ``samples``-th column and row), each object (or triangle) hit once."""
-    stored = await find_scene(store, scene_id)
     require_json(request)
     body = await parse_json_body(SELECT, await request.body(), CAMERA_TAGS)
     # The answer is serialised on the worker thread too: a marquee over a big mesh lists many triangles.
-    answer, rays = await run_in_threadpool(select_answer, stored, body, request.app.state.settings)
+    answer, rays = await run_in_threadpool(select_answer, stored, body, settings)
     if rays:
         count_rays(request, rays)
     return Response(answer, media_type="application/json")
