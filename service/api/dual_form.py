@@ -15,7 +15,9 @@ same :class:`BinaryItems`.
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Annotated
 
+from fastapi import Query
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -24,9 +26,17 @@ from . import limits
 from .bodies import JSON, OCTET_STREAM, media_type, parse_json_body, unsupported_media
 from .deps import count_rays
 from .errors import ClientError
-from ..queries.picking import RAY_BYTES
+from ..queries.picking import ALL_BITS, RAY_BYTES
 from ..queries.proximity import POINT_BYTES
 from ..settings import Settings
+
+# The binary form's options, as the query string gives them (a JSON body gives them in the body).
+BINARY_ONLY = "binary form only"
+FlagQuery = Annotated[bool, Query(description=BINARY_ONLY)]
+DistanceQuery = Annotated[float, Query(ge=0, allow_inf_nan=False, description=BINARY_ONLY)]
+TmaxQuery = Annotated[float | None, Query(ge=0, allow_inf_nan=False, description=BINARY_ONLY)]
+MaskQuery = Annotated[int | None, Query(ge=0, le=ALL_BITS, description=BINARY_ONLY)]
+IdsQuery = Annotated[list[int] | None, Query(description="binary form only, repeat per id")]
 
 #: Requests of up to this many rays (or points) are answered on the event loop.
 INLINE_RAYS = 64

@@ -602,6 +602,12 @@ def _camera_kind(body) -> str | None:
     return None
 
 
+def camera_union(pinhole: type, matrices: type):
+    """The body of a route that takes a camera either way: ``pinhole`` fields or OpenGL ``matrices``."""
+    return Annotated[Union[Annotated[pinhole, Tag("pinhole")], Annotated[matrices, Tag("matrices")]],
+                     Discriminator(_camera_kind)]
+
+
 Pixels = Annotated[list[Vec2], Field(min_length=1, description="[[x, y], ...]: (0, 0) is the top-left "
                                                                 "corner, pixel centres at +0.5")]
 
@@ -625,10 +631,7 @@ class MatrixPick(MatrixCamera, CameraPickOptions):
     pixels: Pixels
 
 
-CameraPickRequest = Annotated[
-    Union[Annotated[PinholePick, Tag("pinhole")], Annotated[MatrixPick, Tag("matrices")]],
-    Discriminator(_camera_kind),
-]
+CameraPickRequest = camera_union(PinholePick, MatrixPick)
 
 
 class Ray(BaseModel):
@@ -698,10 +701,7 @@ class MatrixSelect(MatrixCamera, SelectOptions):
     pass
 
 
-SelectRequest = Annotated[
-    Union[Annotated[PinholeSelect, Tag("pinhole")], Annotated[MatrixSelect, Tag("matrices")]],
-    Discriminator(_camera_kind),
-]
+SelectRequest = camera_union(PinholeSelect, MatrixSelect)
 
 
 class IdBufferOptions(PickOptions):
@@ -717,10 +717,7 @@ class MatrixIdBuffer(MatrixCamera, IdBufferOptions):
     pass
 
 
-IdBufferRequest = Annotated[
-    Union[Annotated[PinholeIdBuffer, Tag("pinhole")], Annotated[MatrixIdBuffer, Tag("matrices")]],
-    Discriminator(_camera_kind),
-]
+IdBufferRequest = camera_union(PinholeIdBuffer, MatrixIdBuffer)
 
 
 class SelectedObject(BaseModel):

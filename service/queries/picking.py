@@ -20,6 +20,7 @@ from ..api.responses import JSON_OPTIONS
 from ..api.schemas import MatrixCamera, PickOptions
 from ..settings import Settings
 from ..store.store import SceneView, StoredScene
+from .results import columns, packed
 
 #: One binary batch answer record: 32 bytes, little-endian.
 RECORD = np.dtype([("t", "<f4"), ("object", "<i4"), ("triangle", "<i4"), ("u", "<f4"), ("v", "<f4"),
@@ -215,54 +216,15 @@ def results(stored: StoredScene, view: SceneView, hits, speeds: np.ndarray) -> l
     out: list[dict] = [{"hit": False} for _ in range(n)]
     if hit_rows.size == 0:
         return out
-    objects = hits.object[hit_rows]
-    meshes = hits.mesh[hit_rows]
-    triangles = hits.triangle[hit_rows]
-    t = hits.t[hit_rows]
-    points = hits.point[hit_rows]
-    u = hits.u[hit_rows]
-    v = hits.v[hit_rows]
-    on_mesh = meshes >= 0
-    vertex = np.full(hit_rows.size, -1, np.int64)
-    vertex_point = np.zeros((hit_rows.size, 3))
-    edge = np.zeros((hit_rows.size, 2), np.int64)
-    if on_mesh.any():
-        mesh_rows = np.flatnonzero(on_mesh)
-        vertex[mesh_rows], vertex_point[mesh_rows], edge[mesh_rows] = snapping(
-            stored, view, objects[mesh_rows], meshes[mesh_rows], triangles[mesh_rows], points[mesh_rows])
-    uv = hits.uv[hit_rows]
-    has_uv = ~np.isnan(uv).any(axis=1)
-    columns = zip(hit_rows.tolist(), objects.tolist(), meshes.tolist(), triangles.tolist(), t.tolist(),
-                  (t * speeds[hit_rows]).tolist(), points.tolist(), u.tolist(), v.tolist(),
-                  hits.normal[hit_rows].tolist(), hits.shading_normal[hit_rows].tolist(), uv.tolist(),
-                  has_uv.tolist(), hits.front_face[hit_rows].tolist(), vertex.tolist(), vertex_point.tolist(),
-                  edge.tolist())
-    names = view.objects
-    for (row, oid, mesh, triangle, t_hit, distance, point, u_hit, v_hit, normal, shading, uv_hit, uv_known,
-         front, vertex_index, vertex_at, edge_pair) in columns:
-        info = names.get(oid)
-        is_mesh = mesh >= 0
-        out[row] = {
-            "hit": True,
-            "t": t_hit,
-            "distance": distance,
-            "point": point,
-            "object": {"id": oid, "name": info.name if info is not None else None},
-            "mesh": mesh if is_mesh else None,
-            "triangle": triangle if is_mesh else None,
-            "barycentric": [1.0 - u_hit - v_hit, u_hit, v_hit] if is_mesh else None,
-            "normal": normal,
-            "shading_normal": shading,
-            "uv": uv_hit if uv_known else None,
-            "front_face": front,
-            "nearest_vertex": {"index": vertex_index, "point": vertex_at} if is_mesh else None,
-            "nearest_edge": edge_pair if is_mesh else None,
-        }
+    found = hit_results(stored, view, hits.object[hit_rows], hits.mesh[hit_rows], hits.triangle[hit_rows],
+                        hits.t[hit_rows], hits.t[hit_rows] * speeds[hit_rows], hits.point[hit_rows],
+                        hits.u[hit_rows], hits.v[hit_rows], hits.normal[hit_rows], hits.shading_normal[hit_rows],
+                        hits.uv[hit_rows], hits.front_face[hit_rows])
     primitive = hits.primitive[hit_rows].tolist()
-    for row, kind, gap, set_id, segment, s, point in zip(
-            hit_rows.tolist(), primitive, hits.distance[hit_rows].tolist(), hits.set[hit_rows].tolist(),
+    for row, result, kind, gap, set_id, segment, s, point in zip(
+            hit_rows.tolist(), found, primitive, hits.distance[hit_rows].tolist(), hits.set[hit_rows].tolist(),
             hits.segment[hit_rows].tolist(), hits.s[hit_rows].tolist(), hits.point_index[hit_rows].tolist()):
-        result = out[row]
+        out[row] = result
         result["primitive"] = PRIMITIVES[kind]
         result["ray_distance"] = gap
         if kind >= 2:
@@ -278,31 +240,46 @@ def all_hit_results(stored: StoredScene, view: SceneView, every, speed: float) -
     ``intersect_all``, snapping to the nearest vertex and edge is added here.
     ``speed`` is the length of the ray's direction, so ``distance = t * speed``.
     """
-    count = every.t.shape[0]
-    if count == 0:
+    if every.t.shape[0] == 0:
         return []
-    on_mesh = every.mesh >= 0
+    found = hit_results(stored, view, every.object, every.mesh, every.triangle, every.t, every.t * speed,
+                        every.point, every.u, every.v, every.normal, every.shading_normal, every.uv,
+                        every.front_face)
+    for result in found:
+        # Every-hit picks cross surfaces only (lines and points are a closest pick's).
+        result["primitive"] = PRIMITIVES[0] if result["mesh"] is not None else PRIMITIVES[1]
+        result["ray_distance"] = 0.0
+    return found
+
+
+def hit_results(stored: StoredScene, view: SceneView, objects, meshes, triangles, t, distances, points, u, v,
+                normals, shading_normals, uv, front_face) -> list[dict]:
+    """The result objects of hits (every array has a row per hit, none a miss), without
+    ``primitive`` and ``ray_distance``: the surface, its object, and on a mesh the barycentrics
+    and the nearest vertex and edge (:func:`snapping`)."""
+    count = objects.shape[0]
     vertex = np.full(count, -1, np.int64)
     vertex_point = np.zeros((count, 3))
     edge = np.zeros((count, 2), np.int64)
+    on_mesh = meshes >= 0
     if on_mesh.any():
         rows = np.flatnonzero(on_mesh)
-        vertex[rows], vertex_point[rows], edge[rows] = snapping(
-            stored, view, every.object[rows], every.mesh[rows], every.triangle[rows], every.point[rows])
-    has_uv = ~np.isnan(every.uv).any(axis=1)
+        vertex[rows], vertex_point[rows], edge[rows] = snapping(stored, view, objects[rows], meshes[rows],
+                                                                triangles[rows], points[rows])
+    has_uv = ~np.isnan(uv).any(axis=1)
+    names = view.objects
     out = []
-    for (oid, mesh, triangle, t_hit, point, u_hit, v_hit, normal, shading, uv_hit, uv_known, front_face,
+    for (oid, mesh, triangle, t_hit, distance, point, u_hit, v_hit, normal, shading, uv_hit, uv_known, front,
          vertex_index, vertex_at, edge_pair) in zip(
-            every.object.tolist(), every.mesh.tolist(), every.triangle.tolist(), every.t.tolist(),
-            every.point.tolist(), every.u.tolist(), every.v.tolist(), every.normal.tolist(),
-            every.shading_normal.tolist(), every.uv.tolist(), has_uv.tolist(), every.front_face.tolist(),
-            vertex.tolist(), vertex_point.tolist(), edge.tolist()):
-        info = view.objects.get(oid)
+            objects.tolist(), meshes.tolist(), triangles.tolist(), t.tolist(), distances.tolist(), points.tolist(),
+            u.tolist(), v.tolist(), normals.tolist(), shading_normals.tolist(), uv.tolist(), has_uv.tolist(),
+            front_face.tolist(), vertex.tolist(), vertex_point.tolist(), edge.tolist()):
+        info = names.get(oid)
         is_mesh = mesh >= 0
         out.append({
             "hit": True,
             "t": t_hit,
-            "distance": t_hit * speed,
+            "distance": distance,
             "point": point,
             "object": {"id": oid, "name": info.name if info is not None else None},
             "mesh": mesh if is_mesh else None,
@@ -311,12 +288,9 @@ def all_hit_results(stored: StoredScene, view: SceneView, every, speed: float) -
             "normal": normal,
             "shading_normal": shading,
             "uv": uv_hit if uv_known else None,
-            "front_face": front_face,
+            "front_face": front,
             "nearest_vertex": {"index": vertex_index, "point": vertex_at} if is_mesh else None,
             "nearest_edge": edge_pair if is_mesh else None,
-            # Every-hit picks cross surfaces only (lines and points are a closest pick's).
-            "primitive": PRIMITIVES[0] if is_mesh else PRIMITIVES[1],
-            "ray_distance": 0.0,
         })
     return out
 
@@ -328,36 +302,14 @@ BATCH_COLUMNS = ("hit", "t", "object", "triangle", "u", "v", "point", "normal", 
 
 def batch_columns(hits) -> dict:
     """The JSON batch answer: one list per field, null (or -1) on a miss."""
-    return {
-        "hit": hits.object >= 0,
-        "t": hits.t,
-        "object": hits.object,
-        "triangle": hits.triangle,
-        "u": hits.u,
-        "v": hits.v,
-        "point": hits.point,
-        "normal": hits.normal,
-        "primitive": hits.primitive,
-        "segment": hits.segment,
-        "s": hits.s,
-        "point_index": hits.point_index,
-    }
+    return columns(hits, BATCH_COLUMNS, hit=hits.object >= 0)
 
 
 def batch_records(hits, layout: np.dtype = RECORD) -> bytes:
     """The binary batch answer: N records of ``layout`` (:data:`RECORD_LAYOUTS`)."""
-    records = np.empty(hits.object.shape[0], layout)
-    records["t"] = hits.t
-    records["object"] = hits.object
-    records["triangle"] = hits.triangle
-    records["u"] = hits.u
-    records["v"] = hits.v
-    records["normal"] = hits.normal
     if layout is PRIMITIVE_RECORD:
-        records["primitive"] = hits.primitive
-        records["index"] = np.where(hits.segment >= 0, hits.segment, hits.point_index)
-        records["s"] = hits.s
-    return records.tobytes()
+        return packed(layout, hits, index=np.where(hits.segment >= 0, hits.segment, hits.point_index))
+    return packed(layout, hits)
 
 
 # ------------------------------------------------------------------ options

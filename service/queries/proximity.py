@@ -16,6 +16,7 @@ from bvh.hits import SceneClosestPoints
 from ..api.errors import client_errors
 from ..api.responses import JSON_OPTIONS
 from .picking import ALL_BITS, query_window
+from .results import columns, packed
 
 #: One binary closest-point record: 44 bytes, little-endian.
 CLOSEST_RECORD = np.dtype([("distance", "<f4"), ("object", "<i4"), ("triangle", "<i4"), ("u", "<f4"),
@@ -31,30 +32,12 @@ CLOSEST_COLUMNS = ("found", "distance", "object", "mesh", "triangle", "u", "v", 
 
 def closest_columns(nearest: SceneClosestPoints) -> dict:
     """The JSON answer: one list per field, null (or -1) where nothing was found."""
-    return {
-        "found": nearest.object >= 0,
-        "distance": nearest.distance,
-        "object": nearest.object,
-        "mesh": nearest.mesh,
-        "triangle": nearest.triangle,
-        "u": nearest.u,
-        "v": nearest.v,
-        "point": nearest.point,
-        "normal": nearest.normal,
-    }
+    return columns(nearest, CLOSEST_COLUMNS, found=nearest.object >= 0)
 
 
 def closest_records(nearest: SceneClosestPoints) -> bytes:
     """The binary answer: N records of :data:`CLOSEST_RECORD`."""
-    records = np.empty(nearest.object.shape[0], CLOSEST_RECORD)
-    records["distance"] = nearest.distance
-    records["object"] = nearest.object
-    records["triangle"] = nearest.triangle
-    records["u"] = nearest.u
-    records["v"] = nearest.v
-    records["point"] = nearest.point
-    records["normal"] = nearest.normal
-    return records.tobytes()
+    return packed(CLOSEST_RECORD, nearest)
 
 
 #: One binary sphere-cast record: 44 bytes, little-endian.
@@ -71,24 +54,17 @@ SPHERE_COLUMNS = ("hit", "t", "object", "triangle", "u", "v", "point", "normal")
 
 def sphere_columns(hits) -> dict:
     """The JSON sphere-cast answer: one list per field, null (or -1) on a miss."""
-    return {"hit": hits.object >= 0, "t": hits.t, "object": hits.object, "triangle": hits.triangle,
-            "u": hits.u, "v": hits.v, "point": hits.point, "normal": hits.normal}
+    return columns(hits, SPHERE_COLUMNS, hit=hits.object >= 0)
 
 
 def sphere_records(hits) -> bytes:
     """The binary sphere-cast answer: N records of :data:`SPHERE_RECORD`."""
-    records = np.empty(hits.object.shape[0], SPHERE_RECORD)
-    for name in SPHERE_RECORD.names:
-        records[name] = getattr(hits, name)
-    return records.tobytes()
+    return packed(SPHERE_RECORD, hits)
 
 
 def contains_records(objects: np.ndarray, signed: np.ndarray | None) -> bytes:
     """The binary containment answer: N records of :data:`CONTAINS_RECORD`."""
-    records = np.empty(objects.shape[0], CONTAINS_RECORD)
-    records["object"] = objects
-    records["signed_distance"] = np.nan if signed is None else signed
-    return records.tobytes()
+    return packed(CONTAINS_RECORD, None, object=objects, signed_distance=np.nan if signed is None else signed)
 
 
 # ------------------------------------------------------------------ queries

@@ -16,12 +16,12 @@ from .. import limits
 from ..bodies import JSON, parse_json, parse_json_body, parse_plain_ray, read_body, require_json
 from ..deps import SettingsDep, StoredSceneDep, count_rays, find_scene, scene_in_memory
 from ..direct_route import DirectRoute
-from ..dual_form import RAYS, DualForm, off_loop
+from ..dual_form import RAYS, DistanceQuery, DualForm, FlagQuery, IdsQuery, MaskQuery, TmaxQuery, off_loop
 from ..openapi import EXAMPLES, QUERY_ERRORS, body_doc, dual_form_responses
 from ..responses import JSONBytes
 from ..schemas import (CAMERA_TAGS, AllHitsResult, BatchPickRequest, BatchPickResult, CameraPickRequest,
                        CameraPickResults, PickRequest, PickResult, RecordLayout)
-from ...queries.picking import (ALL_BITS, RECORD_LAYOUTS, binary_batch, camera_pick, json_batch, pick_one,
+from ...queries.picking import (RECORD_LAYOUTS, binary_batch, camera_pick, json_batch, pick_one,
                                 query_options, window)
 
 router = APIRouter(tags=["picks"])
@@ -78,16 +78,10 @@ RECORDS_DOC = ("binary form only: `surface`, 32-byte records (float32 t, int32 o
              openapi_extra=body_doc(BatchPickRequest, binary=BINARY_BATCH, examples=EXAMPLES["batch"]))
 async def pick_batch(
         stored: StoredSceneDep, request: Request, settings: SettingsDep,
-        tmin: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0,
-        tmax: Annotated[float | None, Query(ge=0, allow_inf_nan=False, description="binary form only")] = None,
-        cull_backfaces: Annotated[bool, Query(description="binary form only")] = False,
-        mask: Annotated[int | None, Query(ge=0, le=ALL_BITS, description="binary form only")] = None,
-        objects: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
-        exclude: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
-        alpha_test: Annotated[bool, Query(description="binary form only")] = True,
+        tmin: DistanceQuery = 0.0, tmax: TmaxQuery = None, cull_backfaces: FlagQuery = False,
+        mask: MaskQuery = None, objects: IdsQuery = None, exclude: IdsQuery = None, alpha_test: FlagQuery = True,
         alpha_cutoff: Annotated[float, Query(ge=0, le=1, allow_inf_nan=False, description="binary form only")] = 0.5,
-        line_tolerance: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0,
-        point_tolerance: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0,
+        line_tolerance: DistanceQuery = 0.0, point_tolerance: DistanceQuery = 0.0,
         records: Annotated[RecordLayout, Query(description=RECORDS_DOC)] = "surface"):
     """Many rays at once: JSON ``origins`` and ``directions`` answered column by column, or
     ``application/octet-stream`` rays answered as packed binary records."""

@@ -18,11 +18,11 @@ from starlette.concurrency import run_in_threadpool
 from .. import limits
 from ..bodies import JSON, parse_json_body, require_json
 from ..deps import SettingsDep, StoredSceneDep
-from ..dual_form import POINTS, RAYS, DualForm
+from ..dual_form import POINTS, RAYS, DistanceQuery, DualForm, FlagQuery, IdsQuery, MaskQuery, TmaxQuery
 from ..openapi import EXAMPLES, body_doc, dual_form_responses
 from ..schemas import (ClosestRequest, ClosestResult, ContainsRequest, ContainsResult, ErrorOut, OverlapRequest,
                        SelectResult, SphereCastRequest, SphereCastResult)
-from ...queries.picking import ALL_BITS, RECORD, query_window
+from ...queries.picking import RECORD, query_window
 from ...queries.proximity import (CLOSEST_RECORD, binary_closest, binary_contains, binary_sphere_cast,
                                   json_closest, json_contains, json_sphere_cast, proximity_options)
 from ...queries.selection import overlap as overlap_answer
@@ -47,9 +47,7 @@ async def closest(
         stored: StoredSceneDep, request: Request, settings: SettingsDep,
         max_distance: Annotated[float | None, Query(ge=0, allow_inf_nan=False,
                                                     description="binary form only; unbounded if absent")] = None,
-        mask: Annotated[int | None, Query(ge=0, le=ALL_BITS, description="binary form only")] = None,
-        objects: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
-        exclude: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None):
+        mask: MaskQuery = None, objects: IdsQuery = None, exclude: IdsQuery = None):
     """The nearest surface point of the scene to each world point: its object, face,
     barycentrics, distance and normal. JSON ``points`` are answered column by column,
     ``application/octet-stream`` points as packed binary records."""
@@ -81,11 +79,8 @@ async def sphere_cast(
         stored: StoredSceneDep, request: Request, settings: SettingsDep,
         radius: Annotated[float | None, Query(ge=0, allow_inf_nan=False,
                                               description="binary form only, and required there")] = None,
-        tmin: Annotated[float, Query(ge=0, allow_inf_nan=False, description="binary form only")] = 0.0,
-        tmax: Annotated[float | None, Query(ge=0, allow_inf_nan=False, description="binary form only")] = None,
-        mask: Annotated[int | None, Query(ge=0, le=ALL_BITS, description="binary form only")] = None,
-        objects: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
-        exclude: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None):
+        tmin: DistanceQuery = 0.0, tmax: TmaxQuery = None,
+        mask: MaskQuery = None, objects: IdsQuery = None, exclude: IdsQuery = None):
     """The first contact of a sphere of ``radius`` swept along each ray: where its centre is
     (``t``), the point it touches and the contact normal. Radius 0 is a ray pick. JSON
     ``origins``, ``directions`` are answered column by column, ``application/octet-stream``
@@ -116,10 +111,8 @@ CONTAINS = DualForm(POINTS, ContainsRequest, "points", ("signed_distance", "mask
              openapi_extra=body_doc(ContainsRequest, binary=BINARY_CONTAINS, examples=EXAMPLES["contains"]))
 async def contains(
         stored: StoredSceneDep, request: Request, settings: SettingsDep,
-        signed_distance: Annotated[bool, Query(description="binary form only")] = False,
-        mask: Annotated[int | None, Query(ge=0, le=ALL_BITS, description="binary form only")] = None,
-        objects: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None,
-        exclude: Annotated[list[int] | None, Query(description="binary form only, repeat per id")] = None):
+        signed_distance: FlagQuery = False,
+        mask: MaskQuery = None, objects: IdsQuery = None, exclude: IdsQuery = None):
     """Whether each world point lies inside a closed object of the scene (by generalised
     winding number), which object, and on request the signed distance to the nearest surface
     (negative inside)."""
