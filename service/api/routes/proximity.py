@@ -22,9 +22,10 @@ from ..dual_form import POINTS, RAYS, DistanceQuery, DualForm, FlagQuery, IdsQue
 from ..openapi import EXAMPLES, body_doc, dual_form_responses
 from ..schemas import (ClosestRequest, ClosestResult, ContainsRequest, ContainsResult, ErrorOut, OverlapRequest,
                        SelectResult, SphereCastRequest, SphereCastResult)
-from ...queries.picking import RECORD, query_window
-from ...queries.proximity import (CLOSEST_RECORD, binary_closest, binary_contains, binary_sphere_cast,
-                                  json_closest, json_contains, json_sphere_cast, proximity_options)
+from ...queries.picking import query_window
+from ...queries.proximity import (CLOSEST_RECORD, CONTAINS_RECORD, SPHERE_RECORD, binary_closest, binary_contains,
+                                  binary_sphere_cast, json_closest, json_contains, json_sphere_cast,
+                                  proximity_options)
 from ...queries.selection import overlap as overlap_answer
 
 router = APIRouter(tags=["proximity"])
@@ -85,9 +86,9 @@ async def sphere_cast(
     (``t``), the point it touches and the contact normal. Radius 0 is a ray pick. JSON
     ``origins``, ``directions`` are answered column by column, ``application/octet-stream``
     rays as packed binary records."""
-    # The answer checked at 32 bytes a ray, as the pick batch's, though its records are 44.
-    received = await SPHERE_CAST.read(request, settings, RECORD.itemsize, binary_refusal=None if radius is not None
-                                      else "a binary sphere cast needs its radius in the query string: ?radius=0.5")
+    received = await SPHERE_CAST.read(request, settings, SPHERE_RECORD.itemsize,
+                                      binary_refusal=None if radius is not None else
+                                      "a binary sphere cast needs its radius in the query string: ?radius=0.5")
     if received.binary:
         return await received.answer(request, binary_sphere_cast, stored, received.data, radius,
                                      query_window(tmin, tmax, mask, objects, exclude))
@@ -116,8 +117,7 @@ async def contains(
     """Whether each world point lies inside a closed object of the scene (by generalised
     winding number), which object, and on request the signed distance to the nearest surface
     (negative inside)."""
-    # The answer checked at 44 bytes a point, as the closest point's, though its records are 8.
-    received = await CONTAINS.read(request, settings, CLOSEST_RECORD.itemsize)
+    received = await CONTAINS.read(request, settings, CONTAINS_RECORD.itemsize)
     if received.binary:
         return await received.answer(request, binary_contains, stored, received.data, signed_distance,
                                      proximity_options(mask, objects, exclude))
