@@ -9,7 +9,7 @@ refer to to the schema's components.
 :func:`install_schemas` also documents, on every operation, the refusals
 that come from the service as a whole rather than from one route (the API
 key, the body limit, the content type, invalid parameters, start-up), all
-as :class:`~service.schemas.ErrorOut`: FastAPI's own default for a 422 is a
+as :class:`~service.api.schemas.ErrorOut`: FastAPI's own default for a 422 is a
 list of problems, while this service always answers ``{"detail": "..."}``.
 """
 

@@ -46,7 +46,7 @@ MAGIC = b"PKB1"
 #: MAGIC, then the request id as a little-endian uint32.
 HEADER_BYTES = 8
 
-#: The fields of an edit message (:class:`~service.schemas.EditMessage`).
+#: The fields of an edit message (:class:`~service.api.schemas.EditMessage`).
 EDIT_FIELDS = frozenset(EditMessage.model_fields)
 
 #: How long a connection that must send the key in its first message may take to send it.
