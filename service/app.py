@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from .ops import warmup
 from .api.direct_route import DirectRoutes
-from .api.errors import http_error, install_error_handlers, method_table
+from .api.errors import client_hung_up, http_error, install_error_handlers, method_table
 from .live.hub import LiveHub
 from .ops.memory import limit_arenas
 from .ops.metrics import Metrics
@@ -188,7 +188,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # add_middleware wraps what is there: the last added runs first.
     app.add_middleware(DirectRoutes, routes=picks.direct_router.routes + objects.direct_router.routes,
-                       http_error=http_error)
+                       http_error=http_error, client_hung_up=client_hung_up)
     app.add_middleware(BodyLimit, limit_mb=settings.max_upload_mb)
     unlocked = open_paths(settings)
     if settings.api_key is not None:
