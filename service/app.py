@@ -39,9 +39,10 @@ DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.js
 
 
 def open_paths(settings: Settings) -> frozenset[str]:
-    """The paths that answer without the API key: probes, metrics, the API's own documentation,
-    and the viewer's static page (it holds no data; it asks for the key before it calls the API)."""
-    return health.OPEN_PATHS | DOCS_PATHS | viewer.VIEWER_PATHS
+    """The paths that answer without the API key: probes, metrics, the viewer's static page (it
+    holds no data; it asks for the key before it calls the API) and, with ``PICK_OPEN_DOCS``,
+    the API's own documentation."""
+    return health.OPEN_PATHS | viewer.VIEWER_PATHS | (DOCS_PATHS if settings.open_docs else frozenset())
 
 
 def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None = None) -> threading.Thread | None:
