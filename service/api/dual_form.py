@@ -103,6 +103,12 @@ RAYS = BinaryItems(RAY_BYTES, "ray", "rays", "6 little-endian float32", "a binar
 #: Points of ``/closest`` and ``/contains``: x, y, z.
 POINTS = BinaryItems(POINT_BYTES, "point", "points", "3 little-endian float32", "a binary query")
 
+#: JSON rays (``"origins"`` and ``"directions"``: ``[0,0,0],`` in each at least), in a body whose
+#: other arrays are at most the two lists, ``objects`` and ``exclude``.
+JSON_RAYS = limits.JsonItems("rays", 16, 2, 4)
+#: JSON points (``"points"``: ``[0,0,0],`` at least), beside the list, ``objects`` and ``exclude``.
+JSON_POINTS = limits.JsonItems("points", 8, 1, 3)
+
 
 @dataclass(frozen=True)
 class DualForm:
@@ -120,6 +126,8 @@ class DualForm:
         The binary form's options: a JSON body given any of them is refused (422).
     noun : str
         What a JSON body is called in that refusal (``"batch"``, ``"query"``).
+    json_items : limits.JsonItems
+        How the JSON form's items show in its bytes, for a refusal before parsing.
     json_what : str
         How a 413 names a JSON request (``"a JSON batch"``).
     json_answer : callable ``(items) -> int``
@@ -133,6 +141,7 @@ class DualForm:
     field: str
     query_options: tuple[str, ...]
     noun: str
+    json_items: limits.JsonItems
     json_what: str
     json_answer: Callable[[int], int]
     json_advice: str
@@ -170,7 +179,9 @@ class DualForm:
         if given:
             raise ClientError(422, f"query options ({', '.join(given)}) are for the binary form; "
                                    f"a JSON {self.noun} takes its options in the body")
-        body = await parse_json_body(self.model, await request.body())
+        raw = await request.body()
+        self.json_items.check(raw, settings, self.json_answer, self.json_what, self.json_advice)
+        body = await parse_json_body(self.model, raw)
         count = len(getattr(body, self.field))
         limits.check_ray_count(count, settings, self.items.plural)
         limits.check(self.json_answer(count), settings, f"{self.json_what} of {count} {self.items.plural}",

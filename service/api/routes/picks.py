@@ -16,7 +16,7 @@ from .. import limits
 from ..bodies import JSON, parse_json, parse_json_body, parse_plain_ray, read_body, require_json
 from ..deps import SettingsDep, StoredSceneDep, count_rays, find_scene, scene_in_memory
 from ..direct_route import DirectRoute
-from ..dual_form import RAYS, DistanceQuery, DualForm, FlagQuery, IdsQuery, MaskQuery, TmaxQuery, off_loop
+from ..dual_form import JSON_RAYS, RAYS, DistanceQuery, DualForm, FlagQuery, IdsQuery, MaskQuery, TmaxQuery, off_loop
 from ..openapi import EXAMPLES, QUERY_ERRORS, body_doc, dual_form_responses
 from ..responses import JSONBytes
 from ..schemas import (CAMERA_TAGS, AllHitsResult, BatchPickRequest, BatchPickResult, CameraPickRequest,
@@ -40,8 +40,12 @@ QUERY_OPTIONS = ("tmin", "tmax", "cull_backfaces", "mask", "objects", "exclude",
                  "line_tolerance", "point_tolerance", "records")
 
 #: How ``/pick/batch`` reads its two forms.
-BATCH = DualForm(RAYS, BatchPickRequest, "origins", QUERY_OPTIONS, "batch", "a JSON batch", limits.json_batch,
-                 ": send fewer rays, or use the binary form (32 bytes per ray)")
+BATCH = DualForm(RAYS, BatchPickRequest, "origins", QUERY_OPTIONS, "batch", JSON_RAYS, "a JSON batch",
+                 limits.json_batch, ": send fewer rays, or use the binary form (32 bytes per ray)")
+
+#: Camera pixels (``[0,0],`` at least) beside the list, ``objects``, ``exclude`` and the camera's
+#: vectors or matrices (ten arrays at most).
+PIXELS = limits.JsonItems("pixels", 6, 1, 13)
 
 
 @direct_router.post("/scenes/{scene_id}/pick", response_model=PickResult | AllHitsResult, responses=QUERY_ERRORS,
@@ -101,7 +105,10 @@ async def pick_camera(stored: StoredSceneDep, request: Request, settings: Settin
     each result carries its world ray (unit direction, so ``t`` is the distance). Pixels lie
     within the image: ``0 <= x <= width``, ``0 <= y <= height``."""
     require_json(request)
-    body = await parse_json_body(CAMERA_PICK, await request.body(), CAMERA_TAGS)
+    raw = await request.body()
+    PIXELS.check(raw, settings, lambda pixels: limits.camera_pick(pixels, stored.view), "a camera pick",
+                 ": send fewer pixels per request")
+    body = await parse_json_body(CAMERA_PICK, raw, CAMERA_TAGS)
     limits.check_ray_count(len(body.pixels), settings, "pixels")
     limits.check(limits.camera_pick(len(body.pixels), stored.view), settings,
                  f"a camera pick of {len(body.pixels)} pixels", ": send fewer pixels per request")

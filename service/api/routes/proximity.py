@@ -18,7 +18,8 @@ from starlette.concurrency import run_in_threadpool
 from .. import limits
 from ..bodies import JSON, parse_json_body, require_json
 from ..deps import SettingsDep, StoredSceneDep
-from ..dual_form import POINTS, RAYS, DistanceQuery, DualForm, FlagQuery, IdsQuery, MaskQuery, TmaxQuery
+from ..dual_form import (JSON_POINTS, JSON_RAYS, POINTS, RAYS, DistanceQuery, DualForm, FlagQuery, IdsQuery,
+                         MaskQuery, TmaxQuery)
 from ..openapi import EXAMPLES, body_doc, dual_form_responses
 from ..schemas import (ClosestRequest, ClosestResult, ContainsRequest, ContainsResult, ErrorOut, OverlapRequest,
                        SelectResult, SphereCastRequest, SphereCastResult)
@@ -37,7 +38,7 @@ BINARY_CLOSEST = ("N points of 12 bytes: x, y, z as little-endian float32. The a
 
 #: How ``/closest`` reads its two forms.
 CLOSEST = DualForm(POINTS, ClosestRequest, "points", ("max_distance", "mask", "objects", "exclude"), "query",
-                   "a JSON query", limits.json_closest,
+                   JSON_POINTS, "a JSON query", limits.json_closest,
                    ": send fewer points, or use the binary form (44 bytes per point)")
 
 
@@ -69,7 +70,7 @@ BINARY_SPHERE_CAST = ("N rays of 24 bytes: ox, oy, oz, dx, dy, dz as little-endi
 
 #: How ``/sphere-cast`` reads its two forms.
 SPHERE_CAST = DualForm(RAYS, SphereCastRequest, "origins", ("radius", "tmin", "tmax", "mask", "objects", "exclude"),
-                       "query", "a JSON sphere cast", limits.json_closest,
+                       "query", JSON_RAYS, "a JSON sphere cast", limits.json_closest,
                        ": send fewer rays, or use the binary form (44 bytes per ray)")
 
 
@@ -103,7 +104,7 @@ BINARY_CONTAINS = ("N points of 12 bytes: x, y, z as little-endian float32; opti
 
 #: How ``/contains`` reads its two forms.
 CONTAINS = DualForm(POINTS, ContainsRequest, "points", ("signed_distance", "mask", "objects", "exclude"), "query",
-                    "a JSON query", limits.json_closest,
+                    JSON_POINTS, "a JSON query", limits.json_closest,
                     ": send fewer points, or use the binary form (8 bytes per point)")
 
 
