@@ -1,12 +1,15 @@
 # The picking service in a container.
 #
 #   docker build -t bvh-pick .
-#   docker run --rm -p 8000:8000 -v bvh-pick-data:/data bvh-pick
+#   docker run --rm -p 8000:8000 -v bvh-pick-data:/data -e PICK_API_KEY="$(openssl rand -hex 32)" bvh-pick
 #   curl localhost:8000/health
 #
-# or `docker compose up --build` (compose.yaml). Saved scenes live in the
-# /data volume; PICK_* variables configure the service (see service/settings.py),
-# e.g. -e PICK_API_KEY=... or -e PICK_WORKERS=4.
+# or `PICK_API_KEY=... docker compose up --build` (compose.yaml). The container
+# listens on every interface (PICK_HOST=0.0.0.0), so the service refuses to start
+# without PICK_API_KEY (clients send "Authorization: Bearer <key>"); to serve
+# without a key on purpose (behind a proxy that authenticates), pass
+# -e PICK_ALLOW_OPEN=true. Saved scenes live in the /data volume; PICK_*
+# variables configure the service (see service/settings.py), e.g. -e PICK_WORKERS=4.
 #
 # tests/test_dockerfile.py runs this file's install and start commands in a
 # fresh virtualenv (no Docker engine needed): keep RUN steps to plain

@@ -26,6 +26,10 @@ def websocket_options(settings: Settings) -> dict:
 def main() -> int:
     settings = get_settings()
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    refusal = settings.open_to_the_network()
+    if refusal is not None:
+        logging.getLogger("service").error("not starting: %s", refusal)
+        return 2
     if settings.sample_scenes and not settings.object_store:
         # Before uvicorn starts: the workers then open the samples like any saved scene.
         if not (settings.scene_dir / SAMPLES_MARKER).exists():

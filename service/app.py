@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from .ops import warmup
 from .api.direct_route import DirectRoutes
-from .api.errors import http_error, install_error_handlers, method_table
+from .api.errors import client_hung_up, http_error, install_error_handlers, method_table
 from .live.hub import LiveHub
 from .ops.memory import limit_arenas
 from .ops.metrics import Metrics
@@ -33,6 +33,16 @@ from .settings import Settings, get_settings
 from .store.store import SceneStore
 
 log = logging.getLogger("service")
+
+#: The API's own documentation, as FastAPI serves it.
+DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+
+
+def open_paths(settings: Settings) -> frozenset[str]:
+    """The paths that answer without the API key: probes, metrics, the viewer's static page (it
+    holds no data; it asks for the key before it calls the API) and, with ``PICK_OPEN_DOCS``,
+    the API's own documentation."""
+    return health.OPEN_PATHS | viewer.VIEWER_PATHS | (DOCS_PATHS if settings.open_docs else frozenset())
 
 
 def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None = None) -> threading.Thread | None:
@@ -179,14 +189,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # add_middleware wraps what is there: the last added runs first.
     app.add_middleware(DirectRoutes, routes=picks.direct_router.routes + objects.direct_router.routes,
-                       http_error=http_error)
+                       http_error=http_error, client_hung_up=client_hung_up)
     app.add_middleware(BodyLimit, limit_mb=settings.max_upload_mb)
+    unlocked = open_paths(settings)
     if settings.api_key is not None:
-        app.add_middleware(ApiKeyAuth, api_key=settings.api_key.get_secret_value())
+        app.add_middleware(ApiKeyAuth, api_key=settings.api_key.get_secret_value(), open_paths=unlocked)
     if settings.cors_origins:
         # Outside the key check: browsers send CORS preflights without credentials.
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
                            allow_headers=["*"], expose_headers=[*IDBUFFER_HEADERS, CAMERA_HEADER])
     app.add_middleware(RequestMetrics, metrics=metrics)
-    install_schemas(app, secured=settings.api_key is not None)
+    install_schemas(app, secured=settings.api_key is not None, open_paths=unlocked)
     return app

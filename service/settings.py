@@ -1,5 +1,6 @@
 """The service's settings, read from ``PICK_*`` environment variables."""
 
+import ipaddress
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -17,7 +18,10 @@ class Settings(BaseSettings):
     Attributes
     ----------
     host, port : str, int
-        Where ``python -m service`` listens.
+        Where ``python -m service`` listens. A host other than a loopback
+        address (``127.0.0.1``, ``::1``, ``localhost``) lets other machines in:
+        ``python -m service`` then refuses to start without ``api_key``, unless
+        ``allow_open`` says that is meant (:meth:`open_to_the_network`).
     data_dir : Path
         Saved scenes live here, one directory per scene (see ``service.store``);
         in S3 mode, this process's cache (``data_dir/cache-<pid>-<random>``).
@@ -57,9 +61,19 @@ class Settings(BaseSettings):
         only the query tells, are checked after it and before serialising.
         The default lets a binary batch of ``max_rays`` rays through.
     api_key : SecretStr or None
-        When set, every route except ``/health``, ``/ready`` and ``/metrics``
-        needs ``Authorization: Bearer <api_key>``; the live channel takes it
-        there or in its first message.
+        When set, every route needs ``Authorization: Bearer <api_key>`` except
+        ``/health``, ``/ready``, ``/metrics`` and the viewer's static files
+        (``/``, ``/favicon.ico``, ``/viewer``, ``/viewer/<file>``: they hold no
+        data), and the API's documentation when ``open_docs`` is set; the live
+        channel takes it there or in its first message.
+    allow_open : bool
+        Serve without ``api_key`` on a non-loopback ``host`` (behind a proxy
+        that authenticates, or on a network where everyone may edit every
+        scene). Off: ``python -m service`` refuses to start that way.
+    open_docs : bool
+        With ``api_key`` set, answer the API's documentation (``/docs``,
+        ``/docs/oauth2-redirect``, ``/redoc``, ``/openapi.json``) without it;
+        off, they need the key like the rest of the API.
     cors_origins : list of str
         Origins allowed by CORS; ``PICK_CORS_ORIGINS`` is comma-separated
         (or a JSON list). Empty: no CORS headers.
@@ -112,6 +126,8 @@ class Settings(BaseSettings):
     max_idbuffer_pixels: int = Field(3840 * 2160, ge=1)
     max_response_mb: float = Field(128.0, gt=0)
     api_key: SecretStr | None = None
+    allow_open: bool = False
+    open_docs: bool = False
     cors_origins: Annotated[list[str], NoDecode] = []
     log_level: str = "info"
     access_log: bool = False
@@ -152,6 +168,28 @@ class Settings(BaseSettings):
     def scene_dir(self) -> Path:
         """The embedded store's directory, or this process's cache parent in S3 mode."""
         return Path(self.store) if self.store is not None and not self.object_store else self.data_dir
+
+    @property
+    def loopback(self) -> bool:
+        """Whether ``host`` is a loopback address, which other machines cannot reach."""
+        if self.host.strip().lower() == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host.strip().strip("[]")).is_loopback
+        except ValueError:
+            return False
+
+    def open_to_the_network(self) -> str | None:
+        """Why serving on ``host`` would let anyone who reaches it change every scene, in words
+        that say what to do; None when it would not (a loopback host, a key, or ``allow_open``)."""
+        if self.loopback or self.api_key is not None or self.allow_open:
+            return None
+        return (f"PICK_HOST={self.host} is not a loopback address and PICK_API_KEY is not set: anyone who "
+                f"can reach port {self.port} could upload, change and delete every scene. Set PICK_API_KEY to a "
+                "long random secret (e.g. PICK_API_KEY=$(python -c 'import secrets; "
+                "print(secrets.token_urlsafe(32))'); clients then send 'Authorization: Bearer <key>'), or set "
+                "PICK_ALLOW_OPEN=true to serve without a key on purpose (behind a proxy that authenticates), or "
+                "PICK_HOST=127.0.0.1 to serve this machine only.")
 
     @field_validator("api_key", mode="before")
     @classmethod

@@ -180,6 +180,11 @@ def test_dockerfile_base_user_volume_port_healthcheck_and_cmd():
     env = final_env(steps)
     assert env["PICK_DATA_DIR"] == "/data"
     assert env["PICK_HOST"] == "0.0.0.0", "CMD must bind all interfaces, through PICK_HOST"
+    # Safe by default: the image sets no key and does not opt out of needing one, so a container
+    # started without PICK_API_KEY refuses to serve; the header says how to start it.
+    assert "PICK_API_KEY" not in env and env.get("PICK_ALLOW_OPEN", "false").lower() in ("false", "0")
+    header = DOCKERFILE.read_text().split("\nFROM ")[0]
+    assert re.search(r"docker run .*-e PICK_API_KEY=", header) and "PICK_ALLOW_OPEN=true" in header
     assert env.get("PICK_PORT", "8000") == "8000"
     (volume,) = [arguments for keyword, arguments in steps if keyword == "VOLUME"]
     assert (json.loads(volume) if volume.startswith("[") else volume.split()) == ["/data"]
@@ -247,6 +252,10 @@ def test_compose_file_mounts_the_volume_and_checks_health():
     volume = re.search(r"""^\s+-\s*["']?([\w.-]+):/data["']?\s*$""", text, re.M)
     assert volume, "no named volume mounted at /data"
     assert re.search(rf"^volumes:\s*\n\s+{re.escape(volume.group(1))}:", text, re.M), "the volume is not declared"
+    # The key comes from the caller's environment; without it the service refuses to start.
+    assert re.search(r"^\s+PICK_API_KEY:\s*\$\{PICK_API_KEY:-\}\s*$", text, re.M)
+    assert re.search(r"^\s+PICK_ALLOW_OPEN:\s*\$\{PICK_ALLOW_OPEN:-false\}\s*$", text, re.M)
+    assert re.search(r"^# PICK_API_KEY=.* docker compose up", text, re.M)
     test_line = re.search(r"^\s+test:\s*(\[.*\])\s*$", text, re.M)
     assert test_line and "healthcheck:" in text
     (healthcheck,) = [arguments for keyword, arguments in instructions() if keyword == "HEALTHCHECK"]
@@ -392,10 +401,17 @@ def test_dockerfile_commands_install_warm_up_and_serve(tmp_path):
         cache = Path(env["NUMBA_CACHE_DIR"])
         assert cache.is_relative_to(image.root) and any(cache.rglob("*.nbi")), "the build left numba's cache empty"
 
-        # CMD, as the container runs it, but on loopback and a free port.
+        # CMD as the container runs it, on every interface: without a key it refuses to start.
         (command,) = [exec_form(arguments) for keyword, arguments in steps if keyword == "CMD"][-1:]
         port = _free_port()
-        env.update(PICK_HOST="127.0.0.1", PICK_PORT=str(port))
+        env.update(PICK_PORT=str(port))
+        env.pop("PICK_API_KEY", None)
+        env.pop("PICK_ALLOW_OPEN", None)
+        refused = subprocess.run(command, cwd=image.cwd, env=env, capture_output=True, text=True, timeout=120)
+        assert refused.returncode != 0 and "PICK_API_KEY is not set" in refused.stderr, refused.stderr[-3000:]
+        assert "PICK_ALLOW_OPEN=true" in refused.stderr
+        # With a key it serves (on loopback here, and a free port); /health answers without the key.
+        env.update(PICK_HOST="127.0.0.1", PICK_API_KEY="test-key")
         data = Path(env["PICK_DATA_DIR"])
         assert data.is_dir() and data.is_relative_to(image.root)
         base = f"http://127.0.0.1:{port}"

@@ -2,6 +2,10 @@
 
 import asyncio
 import itertools
+import os
+import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -50,8 +54,12 @@ def test_metrics_count_requests_rays_scenes_and_triangles(client, triangle_scene
 
 def test_api_key(make_client):
     client = make_client(api_key="s3cret")
-    for path in ("/health", "/ready", "/metrics", "/docs", "/openapi.json"):
+    for path in ("/health", "/ready", "/metrics", "/viewer", "/viewer/viewer.js", "/favicon.ico"):
         assert client.get(path).status_code == 200, path
+    # The API's own documentation follows the key (PICK_OPEN_DOCS opens it: below).
+    for path in DOCS:
+        assert client.get(path).status_code == 401, path
+        assert client.get(path, headers={"Authorization": "Bearer s3cret"}).status_code == 200, path
     for headers, detail in (({}, "missing API key"), ({"Authorization": "Bearer wrong"}, "wrong API key"),
                             ({"Authorization": "Basic czNjcmV0"}, "missing API key"),
                             ({"Authorization": "s3cret"}, "missing API key")):
@@ -67,10 +75,60 @@ def test_api_key(make_client):
     response = client.post(f"/scenes/{created.json()['id']}/pick", headers=good,
                            json={"origin": [0.2, 0.2, 1], "direction": [0, 0, -1]})
     assert response.json()["hit"] is True
-    schema = client.get("/openapi.json").json()
+    schema = client.get("/openapi.json", headers=good).json()
     assert schema["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert schema["paths"]["/scenes/{scene_id}/pick"]["post"]["security"] == [{"bearer": []}]
     assert "security" not in schema["paths"]["/health"]["get"]
+
+
+#: The API's documentation, as FastAPI serves it.
+DOCS = ("/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json")
+
+
+def test_open_docs_opens_the_documentation_and_nothing_else(make_client):
+    client = make_client(api_key="s3cret", open_docs=True)
+    for path in DOCS:
+        assert client.get(path).status_code == 200, path
+    assert client.get("/scenes").status_code == 401
+    # The document still says which operations need the key.
+    schema = client.get("/openapi.json").json()
+    assert schema["paths"]["/scenes"]["get"]["security"] == [{"bearer": []}]
+
+
+@pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True),
+                                            ("[::1]", True), ("localhost", True), ("LocalHost", True),
+                                            ("0.0.0.0", False), ("::", False), ("192.168.1.5", False),
+                                            ("pick.example", False)])
+def test_a_non_loopback_host_needs_a_key_or_an_explicit_opt_in(host, loopback):
+    from service.settings import Settings
+
+    assert Settings(host=host).loopback is loopback
+    refusal = Settings(host=host).open_to_the_network()
+    if loopback:
+        assert refusal is None
+        return
+    assert f"PICK_HOST={host} is not a loopback address" in refusal
+    assert "PICK_API_KEY" in refusal and "PICK_ALLOW_OPEN=true" in refusal
+    assert Settings(host=host, api_key="s3cret").open_to_the_network() is None
+    assert Settings(host=host, allow_open=True).open_to_the_network() is None
+
+
+def test_python_m_service_refuses_to_listen_open_on_the_network(tmp_path):
+    environment = {**os.environ, "PICK_HOST": "0.0.0.0", "PICK_PORT": str(_free_port()),
+                   "PICK_DATA_DIR": str(tmp_path), "PICK_WARM_UP": "false"}
+    environment.pop("PICK_API_KEY", None)
+    environment.pop("PICK_ALLOW_OPEN", None)
+    done = subprocess.run([sys.executable, "-m", "service"], env=environment, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "not starting: PICK_HOST=0.0.0.0 is not a loopback address and PICK_API_KEY is not set" in done.stderr
+    assert "PICK_ALLOW_OPEN=true" in done.stderr and not list(tmp_path.iterdir())
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def test_upload_over_the_limit_is_413(make_client):

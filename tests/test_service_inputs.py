@@ -313,6 +313,43 @@ def test_batches_too_big_to_answer_are_413(make_client):
                                 f"{LIMIT_NOTE}: send fewer rays per request")
 
 
+def test_json_bodies_sure_to_hold_too_many_items_are_413_before_parsing(make_client):
+    """Every item of a valid body opens its arrays, and nothing else in these bodies opens more than a
+    few: a body with too many is refused from its bytes. Shown by bodies that are not even valid JSON
+    (parsing would say 422): they are refused 413 first."""
+    client = make_client(max_rays=100)
+    scene = client.post("/scenes", json={"meshes": [TRIANGLE]}).json()["id"]
+    cut = b"]"  # the end of the body is missing: invalid JSON
+    batch = b'{"origins": [' + b",".join([b"[0.2,0.2,1]"] * 200) + b'], "directions": [' + \
+        b",".join([b"[0,0,-1]"] * 200) + cut
+    points = b'{"points": [' + b",".join([b"[0.2,0.2,1]"] * 200) + cut
+    camera = json.dumps({**CAMERA, "pixels": []}).encode()[:-2] + b",".join([b"[50,50]"] * 200) + cut
+    for path, body, message in (("pick/batch", batch, "at least 199 rays in one request"),
+                                ("sphere-cast", batch, "at least 199 rays in one request"),
+                                ("closest", points, "at least 198 points in one request"),
+                                ("contains", points, "at least 198 points in one request"),
+                                ("pick/camera", camera, "at least 191 pixels in one request")):
+        response = client.post(f"/scenes/{scene}/{path}", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 413, (path, response.text)
+        assert detail(response) == f"{message}; the limit is 100 (PICK_MAX_RAYS)", path
+
+
+def test_json_bodies_long_for_their_items_are_still_answered(make_client):
+    """Whitespace and long numbers make a body long, not its items many: no refusal from its length."""
+    client = make_client(max_rays=10, max_response_mb=0.01)
+    scene = client.post("/scenes", json={"meshes": [TRIANGLE]}).json()["id"]
+    padding = " " * 100_000
+    long_number = "0." + "2" * 5_000
+    rays = {"origins": [[long_number, 0.2, 1]] * 10, "directions": [[0, 0, -1]] * 10}
+    body = json.dumps(rays).replace('"' + long_number + '"', long_number) + padding
+    response = client.post(f"/scenes/{scene}/pick/batch", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    assert response.json()["hit"] == [True] * 10
+    camera = json.dumps({**CAMERA, "pixels": [[50, 50]] * 3}) + padding
+    response = client.post(f"/scenes/{scene}/pick/camera", content=camera, headers={"content-type": "application/json"})
+    assert response.status_code == 200 and len(response.json()["results"]) == 3, response.text
+
+
 def test_an_all_hits_pick_too_big_to_answer_is_413(make_client):
     client = make_client(max_response_mb=0.001)
     scene = client.post("/scenes", json={"meshes": [{"name": "tri", **TRIANGLE}]}).json()["id"]

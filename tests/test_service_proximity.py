@@ -129,6 +129,26 @@ def test_response_limit(make_client):
     assert "binary form (44 bytes per point)" in response.json()["detail"]
 
 
+def test_binary_answers_are_held_to_their_own_record_sizes(make_client):
+    """A binary sphere cast answers 44-byte records and a containment query 8-byte ones: each is
+    refused 413 exactly when its own records would exceed PICK_MAX_RESPONSE_MB."""
+    limit = 0.001  # 1,048 bytes
+    client = make_client(max_response_mb=limit)
+    scene = client.post("/scenes", json={"meshes": [TRIANGLE]}).json()["id"]
+    octets = {"content-type": "application/octet-stream"}
+    for path, record, item, query in (("sphere-cast", SPHERE_RECORD, [0.25, 0.25, 1, 0, 0, -1], "?radius=0.1"),
+                                      ("contains", CONTAINS_RECORD, [0.25, 0.25, 1], "")):
+        most = int(limit * 2**20) // record.itemsize
+        within = client.post(f"/scenes/{scene}/{path}{query}", content=np.array([item] * most, "<f4").tobytes(),
+                             headers=octets)
+        assert within.status_code == 200, (path, within.text)
+        assert len(within.content) == most * record.itemsize
+        over = client.post(f"/scenes/{scene}/{path}{query}", content=np.array([item] * (most + 1), "<f4").tobytes(),
+                           headers=octets)
+        assert over.status_code == 413, (path, over.text)
+        assert f"{(most + 1) * record.itemsize:,} bytes" in over.json()["detail"]
+
+
 def overlap(client, scene_id, **body):
     return client.post(f"/scenes/{scene_id}/overlap", json=body)
 

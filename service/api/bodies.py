@@ -7,7 +7,7 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from .errors import ClientError, validation_error
 
@@ -56,6 +56,11 @@ async def read_body(request: Request) -> bytes:
 
     ``Request.body`` goes through an async generator; a body that arrives in
     one message (every small JSON request) is read here with one ``receive``.
+
+    Raises
+    ------
+    ClientDisconnect
+        When the client hangs up before the body is whole (``service.api.errors.client_hung_up``).
     """
     message = await request.receive()
     if message["type"] != "http.request":
@@ -67,7 +72,7 @@ async def read_body(request: Request) -> bytes:
     while True:
         message = await request.receive()
         if message["type"] != "http.request":
-            raise ClientError(400, "the client disconnected while sending the body")
+            raise ClientDisconnect()
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             return b"".join(chunks)

@@ -1,8 +1,17 @@
 """Typed dependencies: settings, the scene store, a scene by id (the API key is checked by
-``service.middleware.ApiKeyAuth``)."""
+``service.api.middleware.ApiKeyAuth``).
+
+Every route that reads a scene takes it as :data:`StoredSceneDep` (or
+:data:`SceneObjectDep`, :data:`SceneMeshDep` when its path names an object or a
+mesh too: one dependency reads every path parameter, so they are documented in
+the path's order). The :class:`~service.api.direct_route.DirectRoute` s, which
+FastAPI's dependency solver never sees, and the live channel look the scene up
+with :func:`scene_in_memory` and :func:`find_scene` themselves.
+"""
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -23,6 +32,11 @@ async def get_settings(request: Request) -> Settings:
 async def get_store(request: Request) -> SceneStore:
     """The app's scene store."""
     return request.app.state.store
+
+
+def count_rays(request, count: int) -> None:
+    """Count ``count`` rays cast for ``request`` in ``/metrics``."""
+    request.app.state.metrics.count_rays(count)
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -87,8 +101,36 @@ async def find_scene(store: SceneStore, scene_id: str) -> StoredScene:
     return stored
 
 
+async def ready_store(store: SceneStoreDep) -> SceneStore:
+    """The store, once start-up has opened the scenes (:func:`wait_until_ready`)."""
+    await wait_until_ready(store)
+    return store
+
+
 async def scene_from_path(scene_id: str, store: SceneStoreDep) -> StoredScene:
+    """The scene of the path's ``scene_id`` (:func:`find_scene`)."""
     return await find_scene(store, scene_id)
 
 
+@dataclass(frozen=True)
+class ScenePart:
+    """A scene and the id of an object or a mesh in it, as the path names them."""
+
+    stored: StoredScene
+    id: int
+
+
+async def object_from_path(scene_id: str, object_id: int, store: SceneStoreDep) -> ScenePart:
+    """The scene of the path's ``scene_id`` and its ``object_id`` (not looked up: the route does)."""
+    return ScenePart(await find_scene(store, scene_id), object_id)
+
+
+async def mesh_from_path(scene_id: str, mesh_id: int, store: SceneStoreDep) -> ScenePart:
+    """The scene of the path's ``scene_id`` and its ``mesh_id`` (not looked up: the route does)."""
+    return ScenePart(await find_scene(store, scene_id), mesh_id)
+
+
+ReadyStoreDep = Annotated[SceneStore, Depends(ready_store)]
 StoredSceneDep = Annotated[StoredScene, Depends(scene_from_path)]
+SceneObjectDep = Annotated[ScenePart, Depends(object_from_path)]
+SceneMeshDep = Annotated[ScenePart, Depends(mesh_from_path)]

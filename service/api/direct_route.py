@@ -13,13 +13,14 @@ take a route around that:
 - :class:`DirectRoutes`, an ASGI middleware, the innermost one, that sends
   requests for those routes straight to their endpoints. It sets
   ``scope["route"]`` as the router would (the request metrics label by it)
-  and answers an ``HTTPException`` with the app's own handler; anything else
-  goes up to the app's handler of unexpected errors, as from any route.
+  and answers an ``HTTPException`` or a client's hang-up with the app's own
+  handlers; anything else goes up to the app's handler of unexpected errors,
+  as from any route.
 """
 
 from fastapi import HTTPException
 from fastapi.routing import APIRoute
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 
@@ -41,12 +42,15 @@ class DirectRoutes:
         Matched in order, by method and path (string path parameters only).
     http_error : async callable ``(request, HTTPException) -> Response``
         The app's handler of HTTP errors, so errors read the same either way.
+    client_hung_up : async callable ``(request, ClientDisconnect) -> Response``
+        The app's handler of a client that hangs up before its body is read.
     """
 
-    def __init__(self, app: ASGIApp, routes: list[DirectRoute], http_error):
+    def __init__(self, app: ASGIApp, routes: list[DirectRoute], http_error, client_hung_up):
         self.app = app
         self.routes = [(route.path_regex, route.methods, route) for route in routes]
         self.http_error = http_error
+        self.client_hung_up = client_hung_up
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -63,6 +67,8 @@ class DirectRoutes:
                         response = await route.endpoint(request)
                     except HTTPException as error:
                         response = await self.http_error(request, error)
+                    except ClientDisconnect as error:
+                        response = await self.client_hung_up(request, error)
                     await response(scope, receive, send)
                     return
         await self.app(scope, receive, send)

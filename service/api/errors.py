@@ -5,6 +5,11 @@
 call into ``bvh``, so a ``ValueError`` from a bug elsewhere still surfaces as
 a 500 instead of being blamed on the client. Anything unexpected becomes a
 500 with a log line and the traceback; the server keeps serving.
+
+A client that hangs up before its body is read (Starlette's
+``ClientDisconnect``) is the client's doing, not an error of the server: it
+is logged at INFO and counted in ``/metrics`` with status :data:`CLIENT_CLOSED`
+(nginx's 499), an answer nobody receives.
 """
 
 import logging
@@ -15,6 +20,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 import bvh
@@ -25,6 +31,10 @@ log = logging.getLogger("service")
 
 #: Longest rendering of a refused value quoted back in a message.
 QUOTE_LIMIT = 40
+
+#: The status counted for a request whose client hung up before its body was read (nginx's
+#: "client closed request"); never sent, since nobody is there to read it.
+CLIENT_CLOSED = 499
 
 
 class ClientError(HTTPException):
@@ -211,6 +221,13 @@ async def _request_validation_error(request: Request, error: RequestValidationEr
     return JSONBytes({"detail": describe_validation_errors(list(error.errors()))}, status_code=422)
 
 
+async def client_hung_up(request: Request, error: ClientDisconnect) -> Response:
+    """The client closed the connection before its request was read: an INFO line, and
+    :data:`CLIENT_CLOSED` for the request metrics."""
+    log.info("the client hung up on %s %s before its body was read", request.method, request.url.path)
+    return Response(status_code=CLIENT_CLOSED)
+
+
 async def _unexpected_error(request: Request, error: Exception):
     log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=error)
     return JSONBytes({"detail": "internal server error"}, status_code=500)
@@ -220,4 +237,5 @@ def install_error_handlers(app: FastAPI) -> None:
     """JSON errors everywhere, readable 422s, and a logged 500 for the unexpected."""
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, _request_validation_error)
+    app.add_exception_handler(ClientDisconnect, client_hung_up)
     app.add_exception_handler(Exception, _unexpected_error)

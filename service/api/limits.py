@@ -1,4 +1,5 @@
-"""Upper bounds on the size of answers, checked against ``PICK_MAX_RESPONSE_MB``.
+"""Limits on what one request may ask: rays (``PICK_MAX_RAYS``), and upper bounds on the
+size of answers, checked against ``PICK_MAX_RESPONSE_MB``.
 
 A camera pick of four million pixels would answer some 600 MB of JSON, built
 in memory first. Each bound here is the largest size the answer can take,
@@ -9,6 +10,9 @@ before any ray is traced. An ``all_hits`` pick and a ``triangles`` selection
 only know their size after the query; they are checked before serialising.
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import orjson
 
 from .errors import ClientError
@@ -18,9 +22,6 @@ from ..store.store import SceneView
 #: The longest float orjson writes (24 bytes) and the longest int64 (20 bytes).
 LONGEST_FLOAT = -2.2250738585072014e-308
 LONGEST_INT = -(2**63)
-
-#: Bytes of one binary batch answer record (see ``service.picking.RECORD``).
-BINARY_RECORD_BYTES = 32
 
 #: A JSON string takes at most this many bytes per character of its text:
 #: a control character is escaped as ``\\u00XX``.
@@ -66,9 +67,6 @@ CLOSEST_POINT_BYTES, CLOSEST_FIXED_BYTES = _per_item(lambda n: {
     "mesh": [LONGEST_INT] * n, "triangle": [LONGEST_INT] * n, "u": [LONGEST_FLOAT] * n,
     "v": [LONGEST_FLOAT] * n, "point": [[LONGEST_FLOAT] * 3] * n, "normal": [[LONGEST_FLOAT] * 3] * n})
 
-#: Bytes of one binary closest-point record (see ``service.proximity.CLOSEST_RECORD``).
-CLOSEST_RECORD_BYTES = 44
-
 #: One selected object, the name and its triangles excluded.
 SELECTED_BYTES, SELECTION_FIXED_BYTES = _per_item(lambda n: {"objects": [
     {"id": LONGEST_INT, "name": "", "triangles": None}] * n})
@@ -77,6 +75,58 @@ SELECTED_BYTES, SELECTION_FIXED_BYTES = _per_item(lambda n: {"objects": [
 def longest_name_bytes(view: SceneView) -> int:
     """Most bytes one object's name can take in JSON, in the scene state ``view``."""
     return BYTES_PER_NAME_CHARACTER * view.objects.longest_name
+
+
+def check_ray_count(count: int, settings: Settings, what: str = "rays", at_least: bool = False) -> None:
+    """413 when one request casts ``count`` rays (or pixels, or points: ``what``) over ``PICK_MAX_RAYS``;
+    ``at_least``: ``count`` is a lower bound (:class:`JsonItems`)."""
+    if count > settings.max_rays:
+        raise ClientError(413, f"{'at least ' if at_least else ''}{count} {what} in one request; the limit is "
+                               f"{settings.max_rays} (PICK_MAX_RAYS)")
+
+
+@dataclass(frozen=True)
+class JsonItems:
+    """How the list of items (rays, points, pixels) of a JSON body shows in its bytes, so that a body
+    sure to hold too many is refused before it is parsed (parsing 1.5 M rays takes many seconds).
+
+    Whitespace and long numbers make the bytes of a body no lower bound on its items, but every
+    item of a valid body opens the same number of JSON arrays and nothing else in it opens more
+    than a few: no field of these requests is a string, and unknown fields are refused, so every
+    ``[`` is an array. Counting them (``bytes.count``, some 50 ms for 100 MB) bounds the items
+    from below for every body that would pass validation; one that would not is refused either way.
+    The scan is skipped when even the most items the length allows are within the limits.
+
+    Attributes
+    ----------
+    plural : str
+        ``"rays"``: how messages name the items.
+    least_bytes : int
+        Fewest bytes one item takes, its separator included (``[0,0,0],`` is 8): the length of
+        the body divided by it bounds the items from above.
+    brackets : int
+        Arrays one item opens (a ray: its origin and its direction).
+    other_brackets : int
+        Most arrays the rest of a valid body opens (the lists themselves, ``objects``, ``exclude``,
+        a camera's vectors or matrices).
+    """
+
+    plural: str
+    least_bytes: int
+    brackets: int
+    other_brackets: int
+
+    def check(self, body: bytes, settings: Settings, answer: Callable[[int], int], what: str,
+              advice: str) -> None:
+        """413 before parsing when every valid body of these bytes holds more items than
+        ``PICK_MAX_RAYS``, or than an answer (``answer(items)`` bytes at most) within
+        ``PICK_MAX_RESPONSE_MB`` allows; ``what`` and ``advice`` word the latter as :func:`check`."""
+        most = len(body) // self.least_bytes + 1
+        if most <= settings.max_rays and answer(most) <= settings.max_response_mb * MEGABYTE:
+            return
+        least = max(0, body.count(b"[") - self.other_brackets) // self.brackets
+        check_ray_count(least, settings, self.plural, at_least=True)
+        check(answer(least), settings, f"{what} of at least {least} {self.plural}", advice)
 
 
 def check(size: int, settings: Settings, what: str, advice: str = "") -> None:
@@ -107,14 +157,9 @@ def json_closest(points: int) -> int:
     return CLOSEST_FIXED_BYTES + points * CLOSEST_POINT_BYTES
 
 
-def binary_closest(points: int) -> int:
-    """The binary closest-point answer of ``points`` points."""
-    return points * CLOSEST_RECORD_BYTES
-
-
-def binary_batch(rays: int, record_bytes: int = BINARY_RECORD_BYTES) -> int:
-    """The binary batch answer of ``rays`` rays of ``record_bytes`` each (32, or 44 with the primitive)."""
-    return rays * record_bytes
+def binary(items: int, record_bytes: int) -> int:
+    """A binary answer of ``items`` records of ``record_bytes`` each (``service.queries``' ``*_RECORD``)."""
+    return items * record_bytes
 
 
 def all_hits(hits: int, view: SceneView) -> int:

@@ -8,7 +8,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import ClientError
 from ..ops.metrics import Metrics
-from .routes.viewer import VIEWER_PATHS
 from ..settings import MEGABYTE
 
 
@@ -94,12 +93,6 @@ class RequestMetrics:
             self.metrics.observe(scope["method"], template, status, time.perf_counter() - start)
 
 
-#: Routes that answer without the API key: probes, metrics, the API's own documentation, and the
-#: viewer's static page (it holds no data; it asks for the key before it calls the API).
-OPEN_PATHS = frozenset({"/health", "/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json",
-                        *VIEWER_PATHS})
-
-
 #: Set in a WebSocket's scope by :class:`ApiKeyAuth` when its upgrade carried the right key; without
 #: it (and with a key set), the live channel asks for the key in the first message.
 KEY_CHECKED = "pick.api_key_checked"
@@ -118,15 +111,24 @@ class ApiKeyAuth:
     reason; one with no ``Authorization`` header goes on, since browsers
     cannot set that header: the live channel then reads the key from the
     first message.
+
+    Parameters
+    ----------
+    app : ASGI app
+    api_key : str
+    open_paths : frozenset of str
+        Paths that answer without the key (the app chooses them: see
+        ``service.app.open_paths``).
     """
 
-    def __init__(self, app: ASGIApp, api_key: str):
+    def __init__(self, app: ASGIApp, api_key: str, open_paths: frozenset[str]):
         self.app = app
         self.expected = api_key.encode()
+        self.open_paths = open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
-        if kind == "lifespan" or (kind == "http" and scope["path"] in OPEN_PATHS):
+        if kind == "lifespan" or (kind == "http" and scope["path"] in self.open_paths):
             await self.app(scope, receive, send)
             return
         present = False

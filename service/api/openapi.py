@@ -9,7 +9,7 @@ refer to to the schema's components.
 :func:`install_schemas` also documents, on every operation, the refusals
 that come from the service as a whole rather than from one route (the API
 key, the body limit, the content type, invalid parameters, start-up), all
-as :class:`~service.schemas.ErrorOut`: FastAPI's own default for a 422 is a
+as :class:`~service.api.schemas.ErrorOut`: FastAPI's own default for a 422 is a
 list of problems, while this service always answers ``{"detail": "..."}``.
 """
 
@@ -39,6 +39,20 @@ ERROR_DESCRIPTIONS = {
           "with scenes in an object store, the store is not answering or another replica changed the scene "
           "at the same moment as this edit (nothing of it was kept); retry after Retry-After seconds"),
 }
+
+#: The refusals a route that queries a scene documents itself (the rest: :func:`document_refusals`).
+QUERY_ERRORS = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}}
+
+
+def dual_form_responses(records: str, json_answer: str = "columnar JSON") -> dict:
+    """``responses`` of a route that reads a JSON or a binary body (``service.api.dual_form``) and
+    answers in the same form: ``records`` describes the binary answer's records."""
+    return {**QUERY_ERRORS, 415: {"model": ErrorOut},
+            200: {"content": {"application/octet-stream": {"schema": {
+                      "type": "string", "format": "binary",
+                      "description": f"for an application/octet-stream body: {records}"}}},
+                  "description": f"{json_answer} for a JSON body, binary records for a binary body"}}
+
 
 _definitions: dict[str, dict] = {}
 
@@ -195,11 +209,10 @@ def document_refusals(path: str, operation: dict, secured: bool, open_paths: fro
     operation["responses"] = dict(sorted(responses.items()))
 
 
-def install_schemas(app: FastAPI, secured: bool) -> None:
+def install_schemas(app: FastAPI, secured: bool, open_paths: frozenset[str] = frozenset()) -> None:
     """Make ``app.openapi()`` include the models :func:`body_doc` refers to, every
     refusal of every operation, and, when ``secured``, the bearer scheme on every
-    route that needs the key."""
-    from .middleware import OPEN_PATHS
+    route that needs the key (all but ``open_paths``)."""
 
     def openapi() -> dict:
         if app.openapi_schema is None:
@@ -216,7 +229,7 @@ def install_schemas(app: FastAPI, secured: bool) -> None:
                 schema["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
             for path, operations in schema.get("paths", {}).items():
                 for operation in operations.values():
-                    document_refusals(path, operation, secured, OPEN_PATHS)
+                    document_refusals(path, operation, secured, open_paths)
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -1,13 +1,26 @@
-"""Pick results as the API returns them, built from ``bvh.SceneHits``.
+"""What a pick does, for ``POST /scenes/{id}/pick``, ``/pick/batch``, ``/pick/camera`` and the
+live channel: the request's options as ``Scene.intersect``'s keyword arguments, the query, and
+its answer as the API returns it, built from ``bvh.SceneHits``.
 
 Everything here is numpy over all rays at once; only the final assembly of
 per-ray JSON objects loops in Python. The binary batch answer is one numpy
 structured array written straight into the response body.
 """
 
-import numpy as np
+import math
 
+import numpy as np
+import orjson
+
+from bvh.camera import Camera
+
+from ..api import limits
+from ..api.errors import ClientError, client_errors
+from ..api.responses import JSON_OPTIONS
+from ..api.schemas import MatrixCamera, PickOptions
+from ..settings import Settings
 from ..store.store import SceneView, StoredScene
+from .results import columns, packed
 
 #: One binary batch answer record: 32 bytes, little-endian.
 RECORD = np.dtype([("t", "<f4"), ("object", "<i4"), ("triangle", "<i4"), ("u", "<f4"), ("v", "<f4"),
@@ -203,54 +216,15 @@ def results(stored: StoredScene, view: SceneView, hits, speeds: np.ndarray) -> l
     out: list[dict] = [{"hit": False} for _ in range(n)]
     if hit_rows.size == 0:
         return out
-    objects = hits.object[hit_rows]
-    meshes = hits.mesh[hit_rows]
-    triangles = hits.triangle[hit_rows]
-    t = hits.t[hit_rows]
-    points = hits.point[hit_rows]
-    u = hits.u[hit_rows]
-    v = hits.v[hit_rows]
-    on_mesh = meshes >= 0
-    vertex = np.full(hit_rows.size, -1, np.int64)
-    vertex_point = np.zeros((hit_rows.size, 3))
-    edge = np.zeros((hit_rows.size, 2), np.int64)
-    if on_mesh.any():
-        mesh_rows = np.flatnonzero(on_mesh)
-        vertex[mesh_rows], vertex_point[mesh_rows], edge[mesh_rows] = snapping(
-            stored, view, objects[mesh_rows], meshes[mesh_rows], triangles[mesh_rows], points[mesh_rows])
-    uv = hits.uv[hit_rows]
-    has_uv = ~np.isnan(uv).any(axis=1)
-    columns = zip(hit_rows.tolist(), objects.tolist(), meshes.tolist(), triangles.tolist(), t.tolist(),
-                  (t * speeds[hit_rows]).tolist(), points.tolist(), u.tolist(), v.tolist(),
-                  hits.normal[hit_rows].tolist(), hits.shading_normal[hit_rows].tolist(), uv.tolist(),
-                  has_uv.tolist(), hits.front_face[hit_rows].tolist(), vertex.tolist(), vertex_point.tolist(),
-                  edge.tolist())
-    names = view.objects
-    for (row, oid, mesh, triangle, t_hit, distance, point, u_hit, v_hit, normal, shading, uv_hit, uv_known,
-         front, vertex_index, vertex_at, edge_pair) in columns:
-        info = names.get(oid)
-        is_mesh = mesh >= 0
-        out[row] = {
-            "hit": True,
-            "t": t_hit,
-            "distance": distance,
-            "point": point,
-            "object": {"id": oid, "name": info.name if info is not None else None},
-            "mesh": mesh if is_mesh else None,
-            "triangle": triangle if is_mesh else None,
-            "barycentric": [1.0 - u_hit - v_hit, u_hit, v_hit] if is_mesh else None,
-            "normal": normal,
-            "shading_normal": shading,
-            "uv": uv_hit if uv_known else None,
-            "front_face": front,
-            "nearest_vertex": {"index": vertex_index, "point": vertex_at} if is_mesh else None,
-            "nearest_edge": edge_pair if is_mesh else None,
-        }
+    found = hit_results(stored, view, hits.object[hit_rows], hits.mesh[hit_rows], hits.triangle[hit_rows],
+                        hits.t[hit_rows], hits.t[hit_rows] * speeds[hit_rows], hits.point[hit_rows],
+                        hits.u[hit_rows], hits.v[hit_rows], hits.normal[hit_rows], hits.shading_normal[hit_rows],
+                        hits.uv[hit_rows], hits.front_face[hit_rows])
     primitive = hits.primitive[hit_rows].tolist()
-    for row, kind, gap, set_id, segment, s, point in zip(
-            hit_rows.tolist(), primitive, hits.distance[hit_rows].tolist(), hits.set[hit_rows].tolist(),
+    for row, result, kind, gap, set_id, segment, s, point in zip(
+            hit_rows.tolist(), found, primitive, hits.distance[hit_rows].tolist(), hits.set[hit_rows].tolist(),
             hits.segment[hit_rows].tolist(), hits.s[hit_rows].tolist(), hits.point_index[hit_rows].tolist()):
-        result = out[row]
+        out[row] = result
         result["primitive"] = PRIMITIVES[kind]
         result["ray_distance"] = gap
         if kind >= 2:
@@ -266,31 +240,46 @@ def all_hit_results(stored: StoredScene, view: SceneView, every, speed: float) -
     ``intersect_all``, snapping to the nearest vertex and edge is added here.
     ``speed`` is the length of the ray's direction, so ``distance = t * speed``.
     """
-    count = every.t.shape[0]
-    if count == 0:
+    if every.t.shape[0] == 0:
         return []
-    on_mesh = every.mesh >= 0
+    found = hit_results(stored, view, every.object, every.mesh, every.triangle, every.t, every.t * speed,
+                        every.point, every.u, every.v, every.normal, every.shading_normal, every.uv,
+                        every.front_face)
+    for result in found:
+        # Every-hit picks cross surfaces only (lines and points are a closest pick's).
+        result["primitive"] = PRIMITIVES[0] if result["mesh"] is not None else PRIMITIVES[1]
+        result["ray_distance"] = 0.0
+    return found
+
+
+def hit_results(stored: StoredScene, view: SceneView, objects, meshes, triangles, t, distances, points, u, v,
+                normals, shading_normals, uv, front_face) -> list[dict]:
+    """The result objects of hits (every array has a row per hit, none a miss), without
+    ``primitive`` and ``ray_distance``: the surface, its object, and on a mesh the barycentrics
+    and the nearest vertex and edge (:func:`snapping`)."""
+    count = objects.shape[0]
     vertex = np.full(count, -1, np.int64)
     vertex_point = np.zeros((count, 3))
     edge = np.zeros((count, 2), np.int64)
+    on_mesh = meshes >= 0
     if on_mesh.any():
         rows = np.flatnonzero(on_mesh)
-        vertex[rows], vertex_point[rows], edge[rows] = snapping(
-            stored, view, every.object[rows], every.mesh[rows], every.triangle[rows], every.point[rows])
-    has_uv = ~np.isnan(every.uv).any(axis=1)
+        vertex[rows], vertex_point[rows], edge[rows] = snapping(stored, view, objects[rows], meshes[rows],
+                                                                triangles[rows], points[rows])
+    has_uv = ~np.isnan(uv).any(axis=1)
+    names = view.objects
     out = []
-    for (oid, mesh, triangle, t_hit, point, u_hit, v_hit, normal, shading, uv_hit, uv_known, front_face,
+    for (oid, mesh, triangle, t_hit, distance, point, u_hit, v_hit, normal, shading, uv_hit, uv_known, front,
          vertex_index, vertex_at, edge_pair) in zip(
-            every.object.tolist(), every.mesh.tolist(), every.triangle.tolist(), every.t.tolist(),
-            every.point.tolist(), every.u.tolist(), every.v.tolist(), every.normal.tolist(),
-            every.shading_normal.tolist(), every.uv.tolist(), has_uv.tolist(), every.front_face.tolist(),
-            vertex.tolist(), vertex_point.tolist(), edge.tolist()):
-        info = view.objects.get(oid)
+            objects.tolist(), meshes.tolist(), triangles.tolist(), t.tolist(), distances.tolist(), points.tolist(),
+            u.tolist(), v.tolist(), normals.tolist(), shading_normals.tolist(), uv.tolist(), has_uv.tolist(),
+            front_face.tolist(), vertex.tolist(), vertex_point.tolist(), edge.tolist()):
+        info = names.get(oid)
         is_mesh = mesh >= 0
         out.append({
             "hit": True,
             "t": t_hit,
-            "distance": t_hit * speed,
+            "distance": distance,
             "point": point,
             "object": {"id": oid, "name": info.name if info is not None else None},
             "mesh": mesh if is_mesh else None,
@@ -299,45 +288,178 @@ def all_hit_results(stored: StoredScene, view: SceneView, every, speed: float) -
             "normal": normal,
             "shading_normal": shading,
             "uv": uv_hit if uv_known else None,
-            "front_face": front_face,
+            "front_face": front,
             "nearest_vertex": {"index": vertex_index, "point": vertex_at} if is_mesh else None,
             "nearest_edge": edge_pair if is_mesh else None,
-            # Every-hit picks cross surfaces only (lines and points are a closest pick's).
-            "primitive": PRIMITIVES[0] if is_mesh else PRIMITIVES[1],
-            "ray_distance": 0.0,
         })
     return out
 
 
+#: The columns of a JSON batch answer, in order.
+BATCH_COLUMNS = ("hit", "t", "object", "triangle", "u", "v", "point", "normal", "primitive", "segment", "s",
+                 "point_index")
+
+
 def batch_columns(hits) -> dict:
     """The JSON batch answer: one list per field, null (or -1) on a miss."""
-    return {
-        "hit": hits.object >= 0,
-        "t": hits.t,
-        "object": hits.object,
-        "triangle": hits.triangle,
-        "u": hits.u,
-        "v": hits.v,
-        "point": hits.point,
-        "normal": hits.normal,
-        "primitive": hits.primitive,
-        "segment": hits.segment,
-        "s": hits.s,
-        "point_index": hits.point_index,
-    }
+    return columns(hits, BATCH_COLUMNS, hit=hits.object >= 0)
 
 
 def batch_records(hits, layout: np.dtype = RECORD) -> bytes:
     """The binary batch answer: N records of ``layout`` (:data:`RECORD_LAYOUTS`)."""
-    records = np.empty(hits.object.shape[0], layout)
-    records["t"] = hits.t
-    records["object"] = hits.object
-    records["triangle"] = hits.triangle
-    records["u"] = hits.u
-    records["v"] = hits.v
-    records["normal"] = hits.normal
     if layout is PRIMITIVE_RECORD:
-        records["primitive"] = hits.primitive
-        records["index"] = np.where(hits.segment >= 0, hits.segment, hits.point_index)
-        records["s"] = hits.s
-    return records.tobytes()
+        return packed(layout, hits, index=np.where(hits.segment >= 0, hits.segment, hits.point_index))
+    return packed(layout, hits)
+
+
+# ------------------------------------------------------------------ options
+
+#: Every mask bit: the mask of a request that gives none.
+ALL_BITS = 0xFFFFFFFF
+
+#: ``Scene.intersect``'s tolerances for line and point objects, which only a closest-hit pick takes.
+TOLERANCES = ("line_tolerance", "point_tolerance", "line_slope", "point_slope")
+
+
+def window(options: PickOptions) -> dict:
+    """Keyword arguments of ``Scene.intersect`` from a request's options."""
+    return query_options(options.tmin, options.tmax, options.mask, options.objects, options.exclude,
+                         options.alpha_test, options.alpha_cutoff, options.line_tolerance, options.point_tolerance)
+
+
+def query_options(tmin: float, tmax: float | None, mask: int | None, objects, exclude, alpha_test: bool,
+                  alpha_cutoff: float, line_tolerance: float, point_tolerance: float) -> dict:
+    """Keyword arguments of ``Scene.intersect`` from a pick's options, however the request gave them
+    (a JSON body, a binary batch's query string, the live channel's ``batch_options``)."""
+    found = {**query_window(tmin, tmax, mask, objects, exclude), **alpha_options(alpha_test, alpha_cutoff)}
+    if line_tolerance:
+        found["line_tolerance"] = line_tolerance
+    if point_tolerance:
+        found["point_tolerance"] = point_tolerance
+    return found
+
+
+def surface_window(options: dict) -> dict:
+    """``options`` without the line and point tolerances, for queries that skip lines and points."""
+    return {name: value for name, value in options.items() if name not in TOLERANCES}
+
+
+def alpha_options(alpha_test: bool, alpha_cutoff: float) -> dict:
+    """The alpha-test keyword arguments of ``Scene.intersect`` (``bvh.queries.alpha``)."""
+    return {"alpha_test": alpha_test, "alpha_cutoff": alpha_cutoff}
+
+
+def query_window(tmin: float, tmax: float | None, mask: int | None, objects, exclude) -> dict:
+    """Keyword arguments of ``Scene.intersect``: null ``tmax`` is unbounded, null ``mask`` all bits."""
+    if tmax is not None and tmax < tmin:
+        raise ClientError(422, f"tmax ({tmax}) must not be less than tmin ({tmin})")
+    return {"tmin": tmin, "tmax": math.inf if tmax is None else tmax, "mask": ALL_BITS if mask is None else mask,
+            "objects": objects, "exclude": exclude}
+
+
+#: ``query_window`` of a pick that sets no option.
+DEFAULT_WINDOW = query_window(0.0, None, None, None, None)
+
+
+# ------------------------------------------------------------------ queries
+
+def pick_one(stored, settings: Settings, origin_list: list, direction_list: list, options: dict = DEFAULT_WINDOW,
+             cull_backfaces: bool = False, all_hits: bool = False) -> dict:
+    """The answer of a one-ray pick, as ``POST /scenes/{id}/pick`` sends it (also the live channel's).
+
+    Parameters
+    ----------
+    stored : StoredScene
+    settings : Settings
+        For the answer limit of an ``all_hits`` pick.
+    origin_list, direction_list : list of 3 float
+        Validated: finite, the direction not zero.
+    options : dict
+        :func:`query_window`'s keyword arguments.
+
+    Raises
+    ------
+    ClientError
+        422 or 404 for what the scene refuses (unknown object filters, origins out of range), 413
+        for an ``all_hits`` answer over ``PICK_MAX_RESPONSE_MB``.
+    """
+    origin = np.array(origin_list, np.float64)
+    direction = np.array(direction_list, np.float64)
+    if all_hits:
+        with client_errors():
+            every, view = stored.consistent(
+                lambda scene: scene.intersect_all(origin, direction, **surface_window(options)))
+        # Only the query tells how many surfaces the ray crosses: checked before the answer is built.
+        crossed = every.t.shape[0]
+        limits.check(limits.all_hits(crossed, view), settings, f"an all_hits pick crossing {crossed} surfaces",
+                     ": narrow it with tmin and tmax, mask, objects or exclude")
+        return {"hits": all_hit_results(stored, view, every, math.hypot(*direction_list))}
+    with client_errors():
+        hits, view = stored.consistent(
+            lambda scene: scene.intersect(origin, direction, cull_backfaces=cull_backfaces, **options))
+    return single_result(stored, view, hits, math.hypot(*direction_list))
+
+
+def trace(stored, origins: np.ndarray, directions: np.ndarray, cull_backfaces: bool, options: dict):
+    """``(bvh.SceneHits, SceneView)`` of rays ``origins``, ``directions`` (N, 3); the library's
+    refusals as 422 and 404."""
+    with client_errors():
+        return stored.consistent(lambda scene: scene.intersect(origins, directions, cull_backfaces=cull_backfaces,
+                                                               **options))
+
+
+def binary_batch(stored, data: bytes, cull_backfaces: bool, options: dict, layout: np.dtype = RECORD) -> bytes:
+    """The records of a binary batch (``data``: whole rays of ``RAY_BYTES``, checked by the caller),
+    each of ``layout`` (:data:`RECORD_LAYOUTS`)."""
+    rays = np.frombuffer(data, "<f4").reshape(-1, 6).astype(np.float64)
+    hits, _ = trace(stored, rays[:, :3], rays[:, 3:], cull_backfaces, options)
+    return batch_records(hits, layout)
+
+
+def json_batch(stored, body) -> bytes:
+    """The JSON answer of a ``BatchPickRequest``: :func:`batch_columns`."""
+    if not body.origins:
+        return orjson.dumps({name: [] for name in BATCH_COLUMNS})
+    hits, _ = trace(stored, np.array(body.origins, np.float64), np.array(body.directions, np.float64),
+                    body.cull_backfaces, window(body))
+    return orjson.dumps(batch_columns(hits), option=JSON_OPTIONS)
+
+
+def make_camera(body) -> Camera:
+    """A ``bvh.camera.Camera`` from a request's pinhole fields or matrices; 422 when invalid."""
+    with client_errors():
+        if isinstance(body, MatrixCamera):
+            return Camera.from_matrices(np.array(body.view, np.float64), np.array(body.projection, np.float64),
+                                        body.width, body.height)
+        return Camera.pinhole(body.position, body.target, body.up, body.fov_y_deg, body.width, body.height)
+
+
+def check_pixels_inside(pixels: np.ndarray, width: int, height: int) -> None:
+    """422 naming the first of ``pixels (N, 2)`` outside the image ``[0, width] x [0, height]``."""
+    outside = (pixels < 0.0).any(axis=1) | (pixels[:, 0] > width) | (pixels[:, 1] > height)
+    if outside.any():
+        row = int(np.flatnonzero(outside)[0])
+        x, y = pixels[row].tolist()
+        raise ClientError(422, f"pixels[{row}] = [{x!r}, {y!r}] lies outside the {width}x{height} image: "
+                               f"x must be within [0, {width}] and y within [0, {height}]")
+
+
+def camera_pick(stored, body) -> bytes:
+    """The JSON answer of a ``CameraPickRequest``: a result per pixel, each with its world ray."""
+    camera = make_camera(body)
+    pixels = np.array(body.pixels, np.float64)
+    check_pixels_inside(pixels, camera.width, camera.height)
+    options = window(body)
+    with client_errors():
+        origins, directions = camera.rays(pixels)
+        # Pixel tolerances: a cone (perspective) or a width (orthographic) per ray, added to the world ones.
+        for kind, pixels_wide in (("line", body.line_pixels), ("point", body.point_pixels)):
+            if pixels_wide:
+                world, slope = camera.pixel_tolerance(pixels, pixels_wide)
+                options[f"{kind}_tolerance"] = options.get(f"{kind}_tolerance", 0.0) + world
+                options[f"{kind}_slope"] = slope
+    hits, view = trace(stored, origins, directions, body.cull_backfaces, options)
+    picked = results(stored, view, hits, np.ones(origins.shape[0]))
+    for result, origin, direction in zip(picked, origins.tolist(), directions.tolist()):
+        result["ray"] = {"origin": origin, "direction": direction}
+    return orjson.dumps({"results": picked}, option=JSON_OPTIONS)

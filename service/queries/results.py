@@ -1,10 +1,10 @@
-"""Scenes and objects as the JSON the routes answer with."""
+"""What the routes answer with, in the forms more than one kind of query shares: scenes and
+objects as JSON, and query results as packed binary records (:func:`packed`). Each kind of
+answer is made in its query's module (``picking``, ``proximity``, ``selection``)."""
 
 import numpy as np
 
 import bvh
-
-from ..store.store import StoredScene
 
 
 def bounds_json(bounds: np.ndarray) -> list | None:
@@ -27,26 +27,35 @@ def object_json(info: bvh.ObjectInfo) -> dict:
     }
 
 
-def scene_json(stored: StoredScene) -> dict:
+def scene_json(stored) -> dict:
+    """A ``service.store.StoredScene`` with its objects (``SceneOut``)."""
     view = stored.view
-    return {
-        "id": stored.id,
-        "name": stored.name,
-        "created": stored.created,
-        "objects": [object_json(info) for info in view.objects.values()],
-        "triangles": view.triangles,
-        "bounds": bounds_json(view.bounds),
-        "build_ms": stored.build_ms,
-    }
+    return {**_scene_head(stored), "objects": [object_json(info) for info in view.objects.values()],
+            "triangles": view.triangles, "bounds": bounds_json(view.bounds), "build_ms": stored.build_ms}
 
 
-def scene_summary_json(stored: StoredScene) -> dict:
+def scene_summary_json(stored) -> dict:
+    """A ``service.store.StoredScene`` with its counts (``SceneSummary``)."""
     view = stored.view
-    return {
-        "id": stored.id,
-        "name": stored.name,
-        "created": stored.created,
-        "object_count": len(view.objects),
-        "triangles": view.triangles,
-        "bounds": bounds_json(view.bounds),
-    }
+    return {**_scene_head(stored), "object_count": len(view.objects), "triangles": view.triangles,
+            "bounds": bounds_json(view.bounds)}
+
+
+def _scene_head(stored) -> dict:
+    return {"id": stored.id, "name": stored.name, "created": stored.created}
+
+
+def columns(source, names: tuple[str, ...], **given) -> dict:
+    """A columnar JSON answer: each of ``names``, in order, from ``given`` when given there, else
+    the attribute of ``source`` of its name (numpy arrays, which the response renders as lists)."""
+    return {name: given[name] if name in given else getattr(source, name) for name in names}
+
+
+def packed(layout: np.dtype, source, **columns) -> bytes:
+    """Records of ``layout`` (a structured little-endian dtype), one per row: each field from
+    ``columns`` when given there, else the attribute of ``source`` of its name."""
+    first = columns[layout.names[0]] if layout.names[0] in columns else getattr(source, layout.names[0])
+    records = np.empty(len(first), layout)
+    for name in layout.names:
+        records[name] = columns[name] if name in columns else getattr(source, name)
+    return records.tobytes()

@@ -10,6 +10,9 @@ from ..schemas import Health, Readiness
 
 router = APIRouter(tags=["service"])
 
+#: These answer without the API key: probes and metrics scrapers carry none.
+OPEN_PATHS = frozenset({"/health", "/ready", "/metrics"})
+
 _HEALTHY = b'{"status":"ok"}'
 
 

@@ -22,18 +22,17 @@ from fastapi import APIRouter, Request, Response
 from pydantic import TypeAdapter
 from starlette.concurrency import run_in_threadpool
 
-from .. import limits as response_limits
+from .. import limits
 from ..bodies import parse_json_body, require_json
-from ..deps import SceneStoreDep, SettingsDep, find_scene
+from ..deps import SettingsDep, StoredSceneDep, count_rays
 from ..errors import ClientError, client_errors
 from ..openapi import EXAMPLES, body_doc
-from ..schemas import ErrorOut, IdBufferRequest
-from .picks import count_rays, make_camera, query_window
+from ..schemas import CAMERA_TAGS, ErrorOut, IdBufferRequest
+from ...queries.picking import make_camera, query_window
 
 router = APIRouter(tags=["idbuffer"])
 
 IDBUFFER = TypeAdapter(IdBufferRequest)
-CAMERA_TAGS = frozenset({"pinhole", "matrices"})
 
 #: gzip level: the fastest; see the module notes.
 GZIP_LEVEL = 1
@@ -130,13 +129,12 @@ def _id_buffer(stored, body, compress: bool) -> bytes:
                               "description": "the ID buffer's planes; see the layout", "headers": HEADERS},
                         404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}},
              openapi_extra=body_doc(IdBufferRequest, examples=EXAMPLES["idbuffer"]))
-async def id_buffer(scene_id: str, request: Request, store: SceneStoreDep, settings: SettingsDep):
+async def id_buffer(stored: StoredSceneDep, request: Request, settings: SettingsDep):
     """What every pixel of a camera's image shows (the ID buffer of GPU picking, traced): per
     pixel the object and triangle hit through its centre and the depth, optionally the normal and
     barycentrics, as binary planes (layout in the 200 answer's description and headers). A hover
     over a still camera is then a look-up: pixel (x, y) answers what /pick/camera answers for
     [x + 0.5, y + 0.5]. Send ``Accept-Encoding: gzip`` for a compressed body."""
-    stored = await find_scene(store, scene_id)
     require_json(request)
     body = await parse_json_body(IDBUFFER, await request.body(), CAMERA_TAGS)
     pixels = body.width * body.height
@@ -145,8 +143,8 @@ async def id_buffer(scene_id: str, request: Request, store: SceneStoreDep, setti
         raise ClientError(413, f"a {size} ID buffer has {pixels} pixels; the limit is "
                                f"{settings.max_idbuffer_pixels} (PICK_MAX_IDBUFFER_PIXELS): ask for a smaller image")
     planes = planes_asked(body.normal, body.barycentric)
-    response_limits.check(pixels * pixel_bytes(planes), settings, f"a {size} ID buffer",
-                          ": ask for a smaller image, or leave out normal and barycentric")
+    limits.check(pixels * pixel_bytes(planes), settings, f"a {size} ID buffer",
+                 ": ask for a smaller image, or leave out normal and barycentric")
     compress = accepts_gzip(request.headers.get("accept-encoding"))
     count_rays(request, pixels)
     data = await run_in_threadpool(_id_buffer, stored, body, compress)

@@ -17,7 +17,7 @@ from ..bodies import (JSON, MULTIPART, form_file, form_text, media_type, parse_j
 from ...queries import editing
 from ..bodies import OCTET_STREAM, read_body
 from ...queries.building import add_file_meshes, place_file_instances
-from ..deps import SceneStoreDep, find_scene, scene_in_memory
+from ..deps import SceneMeshDep, SceneObjectDep, SceneStoreDep, StoredSceneDep, find_scene, scene_in_memory
 from ..direct_route import DirectRoute
 from ...store.edits import Change
 from ..errors import ClientError, client_errors, validation_error
@@ -94,11 +94,11 @@ def _mesh_addition(body: MeshObjectCreate):
              responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
                         422: {"model": ErrorOut}},
              openapi_extra=body_doc(ObjectCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["object"]))
-async def add_objects(scene_id: str, request: Request, store: SceneStoreDep):
+async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep):
     """Add objects: every node of an uploaded file (multipart ``file``, optional ``transform``),
     an inline mesh (``vertices``, ``faces``), an instance of an existing mesh (``mesh``), or a
     shape (``shape``). Answers with the new objects."""
-    await find_scene(store, scene_id)
+    scene_id = stored.id
     media = media_type(request)
     if media == MULTIPART:
         form = await read_form(request)
@@ -138,12 +138,11 @@ async def add_objects(scene_id: str, request: Request, store: SceneStoreDep):
 
 @router.get("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,
             responses={404: {"model": ErrorOut}})
-async def get_object(scene_id: str, object_id: int, store: SceneStoreDep):
+async def get_object(scene_object: SceneObjectDep):
     """One object."""
-    stored = await find_scene(store, scene_id)
-    info = stored.view.objects.get(object_id)
+    info = scene_object.stored.view.objects.get(scene_object.id)
     if info is None:
-        raise ClientError(404, f"no object {object_id} in scene {scene_id!r}")
+        raise ClientError(404, f"no object {scene_object.id} in scene {scene_object.stored.id!r}")
     return JSONBytes(object_json(info))
 
 
@@ -173,10 +172,9 @@ async def update_object(request: Request):
 
 
 @router.delete("/scenes/{scene_id}/objects/{object_id}", status_code=204, responses={404: {"model": ErrorOut}})
-async def delete_object(scene_id: str, object_id: int, store: SceneStoreDep):
+async def delete_object(scene_object: SceneObjectDep, store: SceneStoreDep):
     """Remove an object (its id is never reused)."""
-    await find_scene(store, scene_id)
-    await editing.remove_object(store, scene_id, object_id)
+    await editing.remove_object(store, scene_object.stored.id, scene_object.id)
     return Response(status_code=204)
 
 
@@ -184,17 +182,16 @@ async def delete_object(scene_id: str, object_id: int, store: SceneStoreDep):
               responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
                          422: {"model": ErrorOut}},
               openapi_extra=body_doc(ObjectBatch, binary=editing.BINARY_BATCH, examples=EXAMPLES["batch_update"]))
-async def update_objects(scene_id: str, request: Request, store: SceneStoreDep):
+async def update_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep):
     """Change many objects at once, all or nothing: one edit, one journal record, one change for
     queries. JSON: a list of ``{"id", "transform"?, "pickable"?, "mask"?, "name"?}``. Binary
     (``application/octet-stream``): moves only, for animation-rate updates of thousands of objects.
     A refused entry (unknown id, singular matrix, an id twice) refuses the whole batch."""
-    await find_scene(store, scene_id)
     media = media_type(request)
     if media == JSON:
-        return JSONBytes(await editing.patch_objects(store, scene_id, await read_body(request)))
+        return JSONBytes(await editing.patch_objects(store, stored.id, await read_body(request)))
     if media == OCTET_STREAM:
-        return JSONBytes(await editing.move_objects_binary(store, scene_id, await read_body(request)))
+        return JSONBytes(await editing.move_objects_binary(store, stored.id, await read_body(request)))
     raise unsupported_media(media, "application/json, or application/octet-stream (binary moves)")
 
 
@@ -202,10 +199,9 @@ async def update_objects(scene_id: str, request: Request, store: SceneStoreDep):
             responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
                        422: {"model": ErrorOut}},
             openapi_extra=body_doc(VerticesIn, binary=editing.BINARY_VERTICES, examples=EXAMPLES["vertices"]))
-async def replace_vertices(scene_id: str, mesh_id: int, request: Request, store: SceneStoreDep):
+async def replace_vertices(scene_mesh: SceneMeshDep, request: Request, store: SceneStoreDep):
     """Move a mesh's vertices (same count, same faces): its tree is refitted, every object that shows
     it follows. JSON ``{"vertices": [[x, y, z], ...]}`` or binary float32 ``V×3``."""
-    await find_scene(store, scene_id)
     media = media_type(request)
     if media == JSON:
         body = await parse_json_body(VerticesIn, await read_body(request))
@@ -214,4 +210,4 @@ async def replace_vertices(scene_id: str, mesh_id: int, request: Request, store:
         vertices = editing.binary_vertices(await read_body(request))
     else:
         raise unsupported_media(media, "application/json, or application/octet-stream (float32 V×3)")
-    return JSONBytes(await editing.replace_vertices(store, scene_id, mesh_id, vertices))
+    return JSONBytes(await editing.replace_vertices(store, scene_mesh.stored.id, scene_mesh.id, vertices))

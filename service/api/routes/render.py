@@ -16,12 +16,12 @@ import orjson
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from .. import limits as response_limits
-from ..deps import SettingsDep, StoredSceneDep
+from .. import limits
+from ..deps import SettingsDep, StoredSceneDep, count_rays
 from ..errors import ClientError, client_errors
-from ...queries.rendering import encode_png, frame_bounds, render
 from ..schemas import MAX_OBJECT_ID, ErrorOut
-from .picks import ALL_BITS, check_ray_count, count_rays
+from ...queries.picking import ALL_BITS
+from ...queries.rendering import encode_png, frame_bounds, render
 
 router = APIRouter(tags=["render"])
 
@@ -116,9 +116,8 @@ async def render_scene(
     eye = None if position is None else parse_vector("position", position)
     centre = None if target is None else parse_vector("target", target)
     highlighted = frozenset() if highlight is None else parse_ids("highlight", highlight)
-    check_ray_count(width * height, settings, f"pixels ({width}x{height})")
-    response_limits.check(response_limits.png(width, height), settings, f"a {width}x{height} render",
-                          ": ask for a smaller image")
+    limits.check_ray_count(width * height, settings, f"pixels ({width}x{height})")
+    limits.check(limits.png(width, height), settings, f"a {width}x{height} render", ": ask for a smaller image")
     # A camera the service framed may still be refused (a tiny fov puts the eye too far away): say so.
     with client_errors("" if eye is not None else "with position left out, the framed camera is refused: "):
         view = frame_bounds(stored.view.bounds, up_vector, fov_y_deg, width, height, eye, centre)

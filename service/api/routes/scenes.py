@@ -10,7 +10,7 @@ import bvh
 
 from ..bodies import JSON, MULTIPART, form_file, form_text, media_type, parse_json_body, read_form, unsupported_media
 from ...queries.building import add_file_meshes, add_inline_meshes, place_file_instances, place_inline_meshes
-from ..deps import SceneStoreDep, StoredSceneDep, wait_until_ready
+from ..deps import ReadyStoreDep, StoredSceneDep
 from ..errors import ClientError, client_errors
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
@@ -56,10 +56,9 @@ def _create_from_meshes(store: SceneStore, body: SceneCreate):
 @router.post("/scenes", status_code=201, response_model=SceneOut,
              responses={413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}},
              openapi_extra=body_doc(SceneCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["scene"]))
-async def create_scene(request: Request, store: SceneStoreDep):
+async def create_scene(request: Request, store: ReadyStoreDep):
     """Create a scene from an uploaded file (multipart ``file``, optional ``name``) or from
     inline meshes (JSON). The scene is saved before the answer."""
-    await wait_until_ready(store)
     media = media_type(request)
     if media == MULTIPART:
         form = await read_form(request)
@@ -78,9 +77,8 @@ async def create_scene(request: Request, store: SceneStoreDep):
 
 
 @router.get("/scenes", response_model=SceneList)
-async def list_scenes(store: SceneStoreDep):
+async def list_scenes(store: ReadyStoreDep):
     """Every scene, oldest first, with counts (not objects)."""
-    await wait_until_ready(store)
     scenes = await run_in_threadpool(store.list)
     return JSONBytes({"scenes": [scene_summary_json(stored) for stored in scenes]})
 
@@ -92,9 +90,8 @@ async def get_scene(stored: StoredSceneDep):
 
 
 @router.delete("/scenes/{scene_id}", status_code=204, responses={404: {"model": ErrorOut}})
-async def delete_scene(scene_id: str, store: SceneStoreDep):
+async def delete_scene(scene_id: str, store: ReadyStoreDep):
     """Delete a scene, from memory and disk."""
-    await wait_until_ready(store)
     try:
         await run_in_threadpool(store.delete, scene_id)
     except SceneNotFound as error:

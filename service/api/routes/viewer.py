@@ -2,7 +2,7 @@
 
 Static files from ``service/static`` (plain HTML, CSS, JavaScript and an SVG
 icon, all written for this project, nothing from elsewhere). They answer
-without the API key (see ``service.middleware.OPEN_PATHS``): the page holds no
+without the API key (see ``service.app.open_paths``): the page holds no
 data, and asks for the key itself when ``/scenes`` answers 401. ``/``
 redirects to the viewer, and ``/favicon.ico`` answers the viewer's icon, for
 browsers that ask for it there.
