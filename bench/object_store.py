@@ -62,7 +62,7 @@ def main() -> None:
     import bvh
     from cluster.seaweedfs import SeaweedFS
     from service.store.object_store import ObjectStore
-    from service.store.remote import RemoteSceneStore
+    from service.store.s3 import ObjectStoreBackend
     from service.store.store import SceneStore
 
     from .meshes import displaced_icosphere
@@ -74,7 +74,7 @@ def main() -> None:
             os.environ.update(server.environment())
 
             def remote(name, poll=arguments.poll):
-                return RemoteSceneStore(ObjectStore(server.store_url), folder / name, poll_seconds=poll)
+                return SceneStore(ObjectStoreBackend(ObjectStore(server.store_url), folder / name, poll_seconds=poll))
 
             if not arguments.skip_open:
                 mesh = displaced_icosphere()

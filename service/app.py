@@ -122,16 +122,15 @@ def _freeze_what_start_up_made() -> None:
 
 
 def make_store(settings: Settings) -> SceneStore:
-    """The embedded store in a directory, or the object store's (``PICK_STORE=s3://...``)."""
+    """The store over a data directory, or over an object store (``PICK_STORE=s3://...``)."""
+    backend = settings.scene_dir
     if settings.object_store:
         from .store.object_store import ObjectStore
-        from .store.remote import RemoteSceneStore
+        from .store.s3 import ObjectStoreBackend
 
-        return RemoteSceneStore(ObjectStore(settings.store, timeout=settings.store_timeout_seconds),
-                                settings.data_dir, checkpoint_records=settings.checkpoint_records,
-                                checkpoint_seconds=settings.checkpoint_seconds,
-                                poll_seconds=settings.store_poll_seconds)
-    return SceneStore(settings.scene_dir, checkpoint_records=settings.checkpoint_records,
+        backend = ObjectStoreBackend(ObjectStore(settings.store, timeout=settings.store_timeout_seconds),
+                                     settings.data_dir, poll_seconds=settings.store_poll_seconds)
+    return SceneStore(backend, checkpoint_records=settings.checkpoint_records,
                       checkpoint_seconds=settings.checkpoint_seconds)
 
 

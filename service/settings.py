@@ -32,7 +32,7 @@ class Settings(BaseSettings):
         the standard ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
         ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION`` (and ``AWS_ALLOW_HTTP=true``
         for a plain-HTTP endpoint); scenes are opened lazily and cached per
-        process under ``data_dir`` (see ``service.store.remote``).
+        process under ``data_dir`` (see ``service.store.s3``).
     store_poll_seconds : float
         S3 mode: the pause between two looks for other processes' edits of
         the scenes in memory; an edit made elsewhere is seen here within this

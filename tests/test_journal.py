@@ -1,4 +1,5 @@
-"""service.store.journal: records round-trip, a torn or damaged tail is where reading stops, group commit."""
+"""service.store.journal and journal_writer: records round-trip, a torn or damaged tail is where reading
+stops, group commit."""
 
 import os
 import threading
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from service.store import journal
+from service.store.journal_writer import FileSink, JournalWriter
 
 
 def _records(tmp_path, *records: bytes) -> str:
@@ -61,7 +63,7 @@ def test_a_length_past_the_limit_is_damage_not_a_record():
 
 def test_concurrent_appenders_share_syncs_and_every_record_is_there(tmp_path):
     path = str(tmp_path / "journal")
-    writer = journal.JournalWriter(path)
+    writer = JournalWriter(FileSink(path))
     lock = threading.Lock()
     sequence = iter(range(1, 10**6))
     appended = 400
@@ -81,7 +83,7 @@ def test_concurrent_appenders_share_syncs_and_every_record_is_there(tmp_path):
     records, end, size, _ = journal.read_file(path)
     assert [r.seq for r in records] == list(range(1, appended + 1)) and end == size
     # Group commit: eight editors waiting at once need fewer syncs than edits.
-    assert 1 <= writer.syncs < appended
+    assert 1 <= writer.commits < appended
 
 
 def test_cut_drops_a_torn_tail(tmp_path):
@@ -89,8 +91,8 @@ def test_cut_drops_a_torn_tail(tmp_path):
     whole = journal.encode(1, "remove", {"ids": [1]})
     with open(path, "wb") as stream:
         stream.write(whole + journal.encode(2, "remove", {"ids": [2]})[:7])
-    writer = journal.JournalWriter(path)
-    writer.cut(len(whole))
+    writer = JournalWriter(FileSink(path))
+    writer.sink.cut(len(whole))
     writer.append(journal.encode(2, "remove", {"ids": [2]}), 2)
     writer.wait_durable(2)
     assert [r.seq for r in journal.read_file(path)[0]] == [1, 2]
@@ -98,10 +100,10 @@ def test_cut_drops_a_torn_tail(tmp_path):
 
 def test_a_replaced_file_is_noticed_by_its_writer(tmp_path):
     path = _records(tmp_path, journal.encode(0, "base"))
-    writer = journal.JournalWriter(path)
-    assert writer.current()
+    sink = FileSink(path)
+    assert sink.follows(sink.inode)
     journal.write_new(path, [journal.encode(5, "base")])
-    assert not writer.current()
+    assert not sink.follows(sink.inode)
 
 
 @pytest.mark.parametrize("kind", ["base", "objects"])

@@ -211,7 +211,7 @@ def test_moves_queued_while_the_event_thread_is_busy_go_out_as_one_event(tmp_pat
     store.record(scene_id, edits.remove_record([3]))
     move(store, scene_id, 2, 9.0)
     deadline = time.monotonic() + 10
-    while store._events.qsize() < 5 and time.monotonic() < deadline:
+    while store.events.queue.qsize() < 5 and time.monotonic() < deadline:
         time.sleep(0.01)
     release.set()
     deadline = time.monotonic() + 10
@@ -326,7 +326,7 @@ def test_a_scene_saved_before_journals_is_served_without_a_reload_per_request(tm
     reopened = SceneStore(tmp_path)
     reopened.open_all()
     first = reopened.get(scene_id)
-    monkeypatch.setattr(reopened, "_reopen", lambda scene_id: pytest.fail("reopened an unchanged scene"))
+    monkeypatch.setattr(reopened.cache, "reopen", lambda scene_id: pytest.fail("reopened an unchanged scene"))
     assert reopened.get(scene_id, reload=False) is first
     # Its first edit starts a journal after the checkpoint.
     monkeypatch.undo()
@@ -361,7 +361,7 @@ def test_edits_that_wait_for_a_taken_lock_keep_their_arrival_order(tmp_path):
 
     store = SceneStore(tmp_path)
     scene_id = make_scene(store, count=4)
-    lock = store._lock_for(scene_id)
+    lock = store.cache.lock_for(scene_id)
 
     async def drag():
         lock.acquire()

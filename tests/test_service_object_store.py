@@ -23,11 +23,13 @@ def moved(x: float) -> np.ndarray:
 
 def remote_store(location, directory, **options):
     from service.store.object_store import ObjectStore
-    from service.store.remote import RemoteSceneStore
+    from service.store.s3 import ObjectStoreBackend
+    from service.store.store import SceneStore
 
     timeout = options.pop("timeout", 5.0)
-    options.setdefault("poll_seconds", 0.02)
-    return RemoteSceneStore(ObjectStore(location, timeout=timeout), directory, **options)
+    backend = ObjectStoreBackend(ObjectStore(location, timeout=timeout), directory,
+                                 poll_seconds=options.pop("poll_seconds", 0.02))
+    return SceneStore(backend, **options)
 
 
 def make_scene(store, count: int = 4) -> str:
@@ -123,7 +125,7 @@ def test_two_stores_editing_at_once_write_each_number_once_and_the_loser_keeps_n
     assert conflicts > 0, "no race happened: the test proves nothing"
 
     # A fresh cache reads the store's truth; both stores come to agree with it.
-    truth_store = remote_store(a.objects.location, a.root_dir.parent / "truth")
+    truth_store = remote_store(a.backend.objects.location, a.backend.root_dir.parent / "truth")
     try:
         truth = table(truth_store, scene_id)
         wait_for(lambda: table(a, scene_id) == truth and table(b, scene_id) == truth)
@@ -149,7 +151,7 @@ def test_checkpoints_upload_and_a_fresh_cache_opens_from_checkpoint_and_segments
             move(a, scene_id, step % 4, 50.0 + step)
         a.checkpoint(scene_id)
         move(a, scene_id, 0, 99.0)
-        paths = a.objects.list(f"scenes/{scene_id}/")
+        paths = a.backend.objects.list(f"scenes/{scene_id}/")
         checkpoints = sorted({path.split("/")[3] for path in paths if "/checkpoints/" in path})
         assert len(checkpoints) <= 2 and int(checkpoints[-1]) >= 20, checkpoints
         assert f"scenes/{scene_id}/journal/{0:020d}" not in paths or int(checkpoints[0]) == 0
@@ -184,8 +186,8 @@ def test_meshes_added_reach_another_cache_through_a_reload_record(two_stores):
     # Edits after it continue the same sequence, followed as before.
     move(a, scene_id, 1, 8.0)
     wait_for(lambda: table(b, scene_id) == table(a, scene_id))
-    paths = a.objects.list(f"scenes/{scene_id}/journal/")
-    marker = a.objects.get(paths[-2])
+    paths = a.backend.objects.list(f"scenes/{scene_id}/journal/")
+    marker = a.backend.objects.get(paths[-2])
     assert b"reload" in marker
 
 
@@ -196,7 +198,7 @@ def test_a_deleted_scene_is_gone_everywhere(two_stores):
     cache_b = b.get(scene_id).directory
     assert [stored.id for stored in b.list()] == [scene_id]
     a.delete(scene_id)
-    assert a.objects.list(f"scenes/{scene_id}/") == []
+    assert a.backend.objects.list(f"scenes/{scene_id}/") == []
     with pytest.raises(SceneNotFound):
         a.get(scene_id)
     # The follower forgets the scene, then moves its cache away: wait for both.
@@ -278,18 +280,16 @@ def test_a_follower_behind_by_collected_segments_catches_up_by_reopening(s3_envi
     try:
         scene_id = make_scene(a)
         b.get(scene_id)
-        b._stop_polling.set()
-        b._poller.join()
+        b.backend.follower.stop()
         for round_number in range(3):
             for step in range(4):
                 move(a, scene_id, step, 10.0 * round_number + step)
             a.checkpoint(scene_id)
-        assert a.objects.get(f"scenes/{scene_id}/journal/{1:020d}") is None, "its first segment was not collected"
+        first_segment = a.backend.objects.get(f"scenes/{scene_id}/journal/{1:020d}")
+        assert first_segment is None, "its first segment was not collected"
         events = []
         b.on_change = lambda sid, event: events.append(event)
-        b._stop_polling.clear()
-        b._poller = None
-        b._start("_poller", b._poll_forever, "store poller")
+        b.backend.follower.start()
         wait_for(lambda: b.get(scene_id).view.version == 12)
         assert table(b, scene_id) == table(a, scene_id)
         wait_for(lambda: any(event["event"] == "changed" for event in events))
@@ -348,8 +348,7 @@ def test_meshes_added_by_a_store_that_lost_the_race_are_kept_nowhere(two_stores)
     a, b = two_stores
     scene_id = make_scene(a)
     b.get(scene_id)
-    b._stop_polling.set()
-    b._poller.join()
+    b.backend.follower.stop()
     move(a, scene_id, 0, 30.0)  # record 1, which b has not seen
 
     def add(scene):
@@ -361,7 +360,7 @@ def test_meshes_added_by_a_store_that_lost_the_race_are_kept_nowhere(two_stores)
     # b reads the store's state again: a's move, not its own mesh; its checkpoint upload is gone.
     assert table(b, scene_id) == table(a, scene_id)
     assert len(b.get(scene_id).scene.meshes) == 1
-    checkpoints = {path.split("/")[3] for path in a.objects.list(f"scenes/{scene_id}/checkpoints/")}
+    checkpoints = {path.split("/")[3] for path in a.backend.objects.list(f"scenes/{scene_id}/checkpoints/")}
     assert checkpoints == {f"{0:020d}"}
 
 
@@ -383,8 +382,8 @@ def test_edits_arriving_while_a_segment_is_put_share_the_next_one(s3_environment
             thread.join()
         writer = store.get(scene_id).writer
         assert store.get(scene_id).view.version == 80
-        segments = store.objects.list(f"scenes/{scene_id}/journal/")
-        assert len(segments) == writer.puts < 80, "no group commit: one put per edit"
+        segments = store.backend.objects.list(f"scenes/{scene_id}/journal/")
+        assert len(segments) == writer.commits < 80, "no group commit: one put per edit"
         fresh = remote_store(s3_environment, tmp_path / "fresh")
         try:
             assert table(fresh, scene_id) == table(store, scene_id)

@@ -14,7 +14,7 @@ import pytest
 
 import bvh
 import sample_meshes
-from service.store import store as store_module
+from service.store import cache as cache_module
 from service.store.store import SceneStore
 from tests.conftest import TRIANGLE
 from testkit.servers import free_port, start_server
@@ -116,7 +116,7 @@ def test_workers_see_each_others_changes(make_client):
 def test_a_save_without_its_change_token_is_still_seen_after_the_recheck_interval(tmp_path, monkeypatch):
     # A process killed between its save and its new change token: the others
     # skip the manifest's stat while the token stands, but only for RECHECK_SECONDS.
-    monkeypatch.setattr(store_module, "RECHECK_SECONDS", 0.2)
+    monkeypatch.setattr(cache_module, "RECHECK_SECONDS", 0.2)
     reader, writer = SceneStore(tmp_path), SceneStore(tmp_path)
     scene = bvh.Scene()
     scene.add_instance(scene.add_mesh(np.array(TRIANGLE["vertices"], float), np.array(TRIANGLE["faces"])), name="a")

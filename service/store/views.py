@@ -25,6 +25,17 @@ FRESH_ROWS_AFTER = 1024
 _REMOVED = None
 
 
+def info_json(info: bvh.ObjectInfo) -> dict:
+    """An object as the routes answer it (the same fields as the rows' objects in :meth:`ObjectTable.json`)."""
+    bounds = info.bounds
+    return {
+        "id": info.id, "name": info.name, "kind": info.kind, "mesh": info.mesh, "triangles": info.triangles,
+        "transform": info.transform.tolist(), "bounds": bounds.tolist() if np.isfinite(bounds).all() else None,
+        "mask": info.mask, "pickable": info.pickable,
+        "params": {key: np.asarray(value).tolist() for key, value in info.params.items()},
+    }
+
+
 class ObjectTable(Mapping):
     """Live objects by id: ``bvh.ObjectInfo`` made on first access.
 
@@ -150,17 +161,15 @@ class ObjectTable(Mapping):
         return np.stack([boxes[:, 0].min(axis=0), boxes[:, 1].max(axis=0)])
 
     def json(self, ids) -> list[dict]:
-        """The live ones of objects ``ids`` as the routes answer them (``service.serialize.object_json``),
+        """The live ones of objects ``ids`` as the routes answer them (:func:`info_json`),
         made from the rows' arrays at once for the objects no change overrides."""
-        from ..queries.results import object_json
-
         out = []
         unchanged = []
         for oid in ids:
             if oid in self.changes:
                 info = self.changes[oid]
                 if info is not _REMOVED:
-                    out.append(object_json(info))
+                    out.append(info_json(info))
             else:
                 row = self._row_of(oid)
                 if row is not None:

@@ -1,4 +1,4 @@
-"""The scene store in S3 mode (``PICK_STORE=s3://bucket/prefix``): scenes live in the object store.
+"""Scenes in an S3-compatible object store (``PICK_STORE=s3://bucket/prefix``): the object store backend.
 
 Layout under the prefix::
 
@@ -8,13 +8,13 @@ Layout under the prefix::
                                                 last, so a checkpoint exists once that is there
     scenes/<id>/checkpoints/<seq:020d>-<tag>/   a checkpoint made by adding meshes (see below)
     scenes/<id>/journal/<first seq:020d>        a segment: journal frames, numbers contiguous
-                                                (see service.store.remote_journal)
+                                                (see service.store.segments)
 
 One writer per sequence number across the cluster comes from the store's
-conditional create of each segment (``service.store.remote_journal``): no lock
+conditional create of each segment (:mod:`service.store.segments`): no lock
 server. Every process keeps a private cache in ``data_dir/cache-<pid>-<random>``, in
-the embedded store's layout (:mod:`service.store`), so opening by memory map,
-replay and queries are those of the embedded store; a cache never holds a
+the data directory's layout (:class:`service.store.local.SceneDirectory`), so opening
+by memory map, replay and queries are those of the local backend; a cache never holds a
 record that is not in the store (its own records are there before they are
 answered, and a lost race drops the scene from the cache). Caches of
 processes that are gone are removed at start-up.
@@ -22,10 +22,10 @@ processes that are gone are removed at start-up.
 Opening a scene not in memory (lazily, on its first request): the newest
 complete checkpoint and the segments after it are downloaded into a staging
 directory, the local journal is written (base record, then those records),
-the directory is renamed into the cache, and the embedded ``_open`` reads it.
+the directory is renamed into the cache, and the scene cache opens it from there.
 
-Adding meshes (``edit``) saves a checkpoint at once, as in the embedded
-store; here it is uploaded under ``checkpoints/<seq>-<tag>/`` FIRST, then
+Adding meshes (``SceneStore.edit``) saves a checkpoint at once, as in the
+local backend; here it is uploaded under ``checkpoints/<seq>-<tag>/`` FIRST, then
 sequence number ``seq`` is claimed by creating ``journal/<seq>`` holding one
 ``reload`` record that names that directory. The brief's order (claim, then
 upload) would leave the number claimed and its checkpoint missing for ever
@@ -43,7 +43,7 @@ opening from it.
 Following other processes' edits: a poller thread GETs, every
 ``poll_seconds``, ``journal/<seq + 1>`` of each scene in memory that has no
 edit of this process in flight; a segment found is appended to the local
-journal and applied by the embedded store's follow path, so the live
+journal and applied by the scene cache's follow path, so the live
 channel's change events fire. About once a second it also checks that
 ``service.json`` is still there (gone: the scene was deleted; it is dropped).
 A segment found is followed at once by a look for the one after it, until
@@ -60,6 +60,7 @@ in another, p50 45 ms, p99 97 ms.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -71,17 +72,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from starlette.concurrency import run_in_threadpool
 
-import bvh
+from bvh.io.persistence import writer_lock
 
 from . import edits, journal
-from .edits import Change
 from ..api.errors import EditConflict, StoreUnavailable
+from .errors import SceneDamaged, SceneNotFound
+from .files import process_alive
+from .journal_writer import JournalWriter
+from .local import SceneDirectory
 from .object_store import ObjectStore
-from .remote_journal import RemoteJournalWriter, segment_path
-from .store import (JOURNAL_SEQ, MANIFEST, SCENE_DIR, SCENE_ID, SERVICE_FILE, SceneDamaged, SceneNotFound,
-                    SceneStore, StoredScene, _now, _process_alive, _scene_lock)
+from .scenes import JOURNAL_SEQ, MANIFEST, SCENE_DIR, SCENE_ID, SERVICE_FILE, StoredScene
+from .segments import SegmentSink, segment_path
 
 log = logging.getLogger("service.store")
 
@@ -106,7 +108,7 @@ def _checkpoint_seq(name: str) -> int:
 
 
 @dataclass
-class _ListedView:
+class ListedView:
     """The counts of a scene not in memory, from its ``summary.json`` (the list route's needs)."""
 
     objects: range
@@ -121,10 +123,10 @@ class ListedScene:
     id: str
     name: str | None
     created: str
-    view: _ListedView
+    view: ListedView
 
 
-class RemoteSceneStore(SceneStore):
+class ObjectStoreBackend:
     """Scenes in an object store, cached per process under ``data_dir/cache-<pid>-<random>``.
 
     Parameters
@@ -132,26 +134,22 @@ class RemoteSceneStore(SceneStore):
     objects : ObjectStore
     data_dir : Path
         Holds this process's cache (and the other processes' caches).
-    checkpoint_records, checkpoint_seconds : int, float
-        As for :class:`service.store.SceneStore`.
     poll_seconds : float
         Pause between two rounds of looking for other processes' segments.
     """
 
-    def __init__(self, objects: ObjectStore, data_dir: Path, checkpoint_records: int = 10_000,
-                 checkpoint_seconds: float = 30.0, poll_seconds: float = 0.1):
+    def __init__(self, objects: ObjectStore, data_dir: Path, poll_seconds: float = 0.1):
         self.objects = objects
+        self.poll_seconds = poll_seconds
         self.root_dir = Path(data_dir)
         self.root_dir.mkdir(parents=True, exist_ok=True)
         self._remove_dead_caches()
         # The pid says whose it is; the suffix keeps apart several stores of one process (tests).
         cache = self.root_dir / f"{CACHE_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         _CACHES_MADE_HERE.add(os.path.realpath(cache))
-        super().__init__(cache, checkpoint_records, checkpoint_seconds)
-        self.poll_seconds = poll_seconds
-        self._poller: threading.Thread | None = None
-        self._stop_polling = threading.Event()
-        self._deleted_checked: dict[str, float] = {}
+        self.directory = SceneDirectory(cache)
+        self.cache = None
+        self.follower: SegmentFollower | None = None
         #: Per scene, the newest checkpoint this process uploaded.
         self._uploaded: dict[str, int] = {}
 
@@ -161,58 +159,39 @@ class RemoteSceneStore(SceneStore):
             if (not entry.name.startswith(CACHE_PREFIX) or not owner.isdigit()
                     or os.path.realpath(entry.path) in _CACHES_MADE_HERE):
                 continue
-            if int(owner) == os.getpid() or not _process_alive(int(owner)):
+            if int(owner) == os.getpid() or not process_alive(int(owner)):
                 # One of this pid not made by this process: left by an earlier process of the same pid.
                 shutil.rmtree(entry.path, ignore_errors=True)
 
+    def attach(self, cache) -> None:
+        self.cache = cache
+        self.follower = SegmentFollower(self, cache)
+
     # ------------------------------------------------------------ life cycle
-    def open_all(self) -> list[str]:
+    def start(self) -> list[str]:
         """Nothing to open in S3 mode: a scene is opened by its first request."""
-        self._remove_leftovers()
+        self.directory.remove_leftovers()
         return []
 
     def close(self) -> None:
-        self._stop_polling.set()
-        if self._poller is not None:
-            self._poller.join()
-            self._poller = None
-        super().close()
-        self._stop_polling.clear()
+        self.follower.stop()
 
-    def _replace(self, scene_id: str, stored: StoredScene | None) -> StoredScene | None:
-        if stored is not None:
-            self._start("_poller", self._poll_forever, "store poller")
-        return super()._replace(scene_id, stored)
+    def opened(self, stored: StoredScene) -> None:
+        """Follow the other processes' edits from now on."""
+        self.follower.start()
 
-    def _drop(self, scene_id: str) -> None:
-        """Forget a scene: out of memory and out of this process's cache (call with its lock held)."""
-        self._replace(scene_id, None)
-        self._deleted_checked.pop(scene_id, None)
-        directory = self.scenes_dir / scene_id
+    def forget(self, scene_id: str) -> None:
+        """Out of this process's cache (with its lock held)."""
+        self.follower.forget(scene_id)
+        directory = self.directory.scenes_dir / scene_id
         if directory.exists():
-            trash = self.trash_dir / f"{scene_id}-{uuid.uuid4().hex[:8]}"
-            try:
-                os.rename(directory, trash)
-            except FileNotFoundError:
-                return
+            trash = self.directory.to_trash(directory, scene_id)
             # Memory maps of the removed files stay valid for queries still running.
-            shutil.rmtree(trash, ignore_errors=True)
-
-    def _evicted(self, scene_id: str) -> None:
-        self._drop(scene_id)
+            if trash is not None:
+                shutil.rmtree(trash, ignore_errors=True)
 
     # ------------------------------------------------------------ opening
-    def _follow(self, scene_id: str) -> StoredScene:
-        if scene_id not in self._scenes:
-            return self._replace(scene_id, self._reopen(scene_id))
-        return super()._follow(scene_id)
-
-    def _reopen(self, scene_id: str) -> StoredScene:
-        """Download the scene's newest state into the cache and open it (call with its lock held)."""
-        self._download(scene_id)
-        return super()._reopen(scene_id)
-
-    def _download(self, scene_id: str) -> None:
+    def fetch(self, scene_id: str) -> None:
         """Put the store's newest checkpoint and the records after it into the cache.
 
         Raises
@@ -236,7 +215,7 @@ class RemoteSceneStore(SceneStore):
             records = self._records_after(scene_id, paths, base)
             if records is None:
                 continue  # moved on while it was read (a newer checkpoint, segments collected)
-            staging = self.staging_dir / f"{os.getpid()}-{scene_id}-{uuid.uuid4().hex[:8]}"
+            staging = self.directory.staging(f"{scene_id}-{uuid.uuid4().hex[:8]}")
             try:
                 manifest = self.objects.get(f"{prefix}/checkpoints/{checkpoint}/{MANIFEST}")
                 if manifest is None:
@@ -250,11 +229,11 @@ class RemoteSceneStore(SceneStore):
                 with open(staging / journal.JOURNAL_FILE, "wb") as stream:
                     stream.write(b"".join([journal.encode(base, edits.BASE)] + records))
                 (staging / SERVICE_FILE).write_bytes(metadata)
-                directory = self.scenes_dir / scene_id
+                directory = self.directory.scenes_dir / scene_id
                 if directory.exists():
-                    trash = self.trash_dir / f"{scene_id}-{uuid.uuid4().hex[:8]}"
-                    os.rename(directory, trash)
-                    shutil.rmtree(trash, ignore_errors=True)
+                    trash = self.directory.to_trash(directory, scene_id)
+                    if trash is not None:
+                        shutil.rmtree(trash, ignore_errors=True)
                 os.rename(staging, directory)
                 return
             finally:
@@ -309,179 +288,55 @@ class RemoteSceneStore(SceneStore):
                 expected += 1
         return encoded
 
-    # ------------------------------------------------------------ following
-    def _poll_forever(self) -> None:
-        while not self._stop_polling.is_set():
-            started = time.monotonic()
-            for scene_id, stored in list(self._scenes.items()):
-                try:
-                    self._poll(scene_id, stored)
-                except (StoreUnavailable, SceneNotFound):
-                    pass
-                except Exception:
-                    log.exception("following scene %s in the store failed; trying again", scene_id)
-            self._stop_polling.wait(max(0.0, self.poll_seconds - (time.monotonic() - started)))
-
-    def _busy(self, stored: StoredScene) -> bool:
-        return stored.writer is not None and not stored.writer.idle
-
-    def _poll(self, scene_id: str, stored: StoredScene) -> None:
-        """Apply the next segment of another process, if there is one; drop a deleted scene."""
-        if self._busy(stored):
-            return
-        now = time.monotonic()
-        later = []
-        if now - self._deleted_checked.get(scene_id, 0.0) >= DELETED_CHECK_SECONDS:
-            self._deleted_checked[scene_id] = now
-            if self.objects.get(f"{scene_prefix(scene_id)}/{SERVICE_FILE}", timeout=0) is None:
-                with self._lock_for(scene_id):
-                    if self._scenes.get(scene_id) is stored:
-                        self._drop(scene_id)
-                return
-            # Listed before the next segment is looked for: see below.
-            later = self.objects.list(f"{scene_prefix(scene_id)}/journal/", timeout=0,
-                                      after=segment_path(scene_id, stored.seq + 1))
-        data = self.objects.get(segment_path(scene_id, stored.seq + 1), timeout=0)
-        if data is not None:
-            # Segment after segment until there is no next one: an editor's
-            # stream of moves is one segment per put, many per poll interval.
-            while data is not None and self.follow_segment(scene_id, stored, data):
-                stored = self._scenes.get(scene_id)
-                if stored is None or self._stop_polling.is_set():
-                    return
-                data = self.objects.get(segment_path(scene_id, stored.seq + 1), timeout=0)
-        elif later:
-            # Segments are created in order: later ones without the next one means it
-            # was collected after a newer checkpoint (this process fell behind by two
-            # checkpoints): only reopening catches up.
-            with self._lock_for(scene_id):
-                if self._scenes.get(scene_id) is stored and not self._busy(stored):
-                    log.info("scene %s: fell behind the store's journal; reopening", scene_id)
-                    old = stored.view
-                    self._announce_difference(self._replace(scene_id, self._reopen(scene_id)), old)
-
-    def follow_segment(self, scene_id: str, stored: StoredScene, data: bytes) -> bool:
-        """Apply a segment another process wrote (``data`` starts at ``stored.seq + 1``);
-        returns whether it was applied (False: the scene changed meanwhile, or the segment is damaged)."""
-        records, end = journal.read_records(data)
-        if not records or end != len(data):
-            log.error("scene %s: journal segment %d in the store is damaged", scene_id, stored.seq + 1)
-            return False
-        with self._lock_for(scene_id):
-            if self._scenes.get(scene_id) is not stored or self._busy(stored) or records[0].seq != stored.seq + 1:
-                return False  # changed meanwhile: the next round looks again
-            if any(record.kind == RELOAD for record in records):
-                old = stored.view
-                stored = self._replace(scene_id, self._reopen(scene_id))
-                self._announce_difference(stored, old)
-                return True
-            with open(stored.journal_path, "ab") as stream:
-                stream.write(data)
-            self._follow(scene_id)
-            return True
-
-    def _announce_difference(self, stored: StoredScene, old) -> None:
-        """Change events for what a reopen changed (objects added, removed, others replaced)."""
-        before, after = set(old.objects), set(stored.view.objects)
-        if after - before:
-            self._announce_event(stored, Change("added", sorted(after - before)))
-        if before - after:
-            self._announce_event(stored, Change("removed", sorted(before - after)))
-        if before & after:
-            self._announce_event(stored, Change("changed", sorted(before & after)))
-
     # ------------------------------------------------------------ edits
-    def _writable(self, scene_id: str) -> StoredScene:
-        stored = self._follow(scene_id)
-        if stored.writer is not None and stored.writer.failed:
-            # It lost a race: what it holds is not the store's; read the store's.
-            stored = self._replace(scene_id, self._reopen(scene_id))
-        if stored.writer is None:
-            if stored.journal_inode == -1:
-                self._restart_journal(stored, stored.seq)
-            stored.writer = RemoteJournalWriter(self.objects, scene_id, stored.journal_path,
-                                                timeout=self.objects.timeout, on_conflict=self._conflicted)
-        return stored
+    def edit_lock(self, scene_id: str, blocking: bool = True):
+        """No lock across processes: the store's conditional creates decide who writes each number."""
+        return contextlib.nullcontext(True)
 
-    def _conflicted(self, writer: RemoteJournalWriter) -> None:
+    def journal_writer(self, stored: StoredScene) -> JournalWriter:
+        return JournalWriter(SegmentSink(self.objects, stored.id, stored.journal_path), on_failure=self._conflicted)
+
+    def _conflicted(self, writer: JournalWriter) -> None:
         """After a lost race: drop the scene, so that no query sees edits the store does not hold."""
-        with self._lock_for(writer.scene_id):
-            stored = self._scenes.get(writer.scene_id)
+        scene_id = writer.sink.scene_id
+        with self.cache.lock_for(scene_id):
+            stored = self.cache.scenes.get(scene_id)
             if stored is not None and stored.writer is writer:
                 log.warning("scene %s: another process wrote the same journal record; reopening from the store",
-                            writer.scene_id)
-                self._drop(writer.scene_id)
+                            scene_id)
+                self.cache.drop(scene_id)
 
-    def _loaded_for_edit(self, scene_id: str) -> None:
-        if not SCENE_ID.fullmatch(scene_id):
-            raise SceneNotFound(scene_id)
-        if scene_id not in self._scenes:
-            self.get(scene_id)
+    def claim_checkpoint(self, stored: StoredScene, seq: int) -> None:
+        """Upload the save of new meshes as ``checkpoints/<seq>-<tag>``, then claim ``seq`` (module notes).
 
-    async def record_soon(self, scene_id, record):
-        """:meth:`SceneStore.record_soon`, a scene not in memory first downloaded on a worker thread
-        (not on the event loop)."""
-        if SCENE_ID.fullmatch(scene_id) and scene_id not in self._scenes:
-            await run_in_threadpool(self.get, scene_id)
-        return await super().record_soon(scene_id, record)
+        Raises
+        ------
+        EditConflict
+            Another process wrote record ``seq`` first; the upload is deleted.
+        """
+        writer = stored.writer
+        if writer.last_appended:
+            # The chain of segments must reach seq - 1 before seq is claimed.
+            writer.wait_durable(writer.last_appended)
+        name = f"{seq:020d}-{uuid.uuid4().hex[:12]}"
+        uploaded = self._upload_checkpoint(stored, name, seq)
+        marker = journal.encode(seq, RELOAD, {"checkpoint": name})
+        if not self.objects.put_new(segment_path(stored.id, seq), marker):
+            self.objects.delete(uploaded)
+            raise EditConflict(seq)
 
-    def _stage(self, scene_id, record, blocking):
-        for attempt in range(OPEN_ATTEMPTS):
-            self._loaded_for_edit(scene_id)
-            try:
-                return super()._stage(scene_id, record, blocking)
-            except SceneNotFound:
-                # Dropped from the cache between the two (another edit lost a race
-                # meanwhile): open it again, unless it is gone from the store too.
-                if attempt == OPEN_ATTEMPTS - 1 or scene_id in self._scenes or (
-                        self.objects.get(f"{scene_prefix(scene_id)}/{SERVICE_FILE}") is None):
-                    raise
-
-    def _recover(self, scene_id: str) -> None:
-        """Back to the store's state after a failed change (drop the scene when the store cannot say)."""
-        try:
-            self._replace(scene_id, self._reopen(scene_id))
-        except Exception:
-            self._drop(scene_id)
-
-    def edit(self, scene_id, change, prepare=None, describe=None):
-        """Adding meshes in S3 mode: the checkpoint is uploaded, then its number claimed (module notes)."""
-        self._loaded_for_edit(scene_id)
-        with self._lock_for(scene_id):
-            stored = self._writable(scene_id)
-            if stored.writer.last_appended:
-                # The chain of segments must reach stored.seq before seq + 1 is claimed.
-                stored.writer.wait_durable(stored.writer.last_appended)
-            try:
-                seq, result, described = self._change_and_save(stored, change, prepare, describe)
-                name = f"{seq:020d}-{uuid.uuid4().hex[:12]}"
-                uploaded = self._upload_checkpoint(scene_id, stored, name, seq)
-                marker = journal.encode(seq, RELOAD, {"checkpoint": name})
-                if not self.objects.put_new(segment_path(scene_id, seq), marker):
-                    self.objects.delete(uploaded)
-                    raise EditConflict(seq)
-                self._restart_journal(stored, seq)
-                self.changes.announce()
-            except BaseException:
-                # Back to what the store holds: a refused or failed edit leaves nothing behind.
-                self._recover(scene_id)
-                raise
+    def checkpoint_claimed(self, stored: StoredScene) -> None:
         self._put_summary(stored)
-        if described is not None:
-            self._announce_event(stored, described)
-        return stored, result
 
-    def _upload_checkpoint(self, scene_id: str, stored: StoredScene, name: str, seq: int | None) -> list[str]:
+    def _upload_checkpoint(self, stored: StoredScene, name: str, seq: int | None) -> list[str]:
         """Upload the cache's current save as ``checkpoints/<name>`` (manifest last); returns the paths written.
 
         The save's files are hard-linked aside under the save directory's
         writer lock first, so a save running meanwhile cannot delete them.
         ``seq``: the journal number the save must hold (re-saved until it does).
         """
-        from bvh.io.persistence import writer_lock
-
         directory = stored.directory / SCENE_DIR
-        aside = self.staging_dir / f"{os.getpid()}-checkpoint-{uuid.uuid4().hex}"
+        aside = self.directory.staging(f"checkpoint-{uuid.uuid4().hex}")
         aside.mkdir()
         try:
             while True:
@@ -497,7 +352,7 @@ class RemoteSceneStore(SceneStore):
                 for file in os.listdir(aside):
                     os.unlink(aside / file)
                 stored.scene.save(directory)
-            prefix = f"{scene_prefix(scene_id)}/checkpoints/{name}"
+            prefix = f"{scene_prefix(stored.id)}/checkpoints/{name}"
             self.objects.upload(aside, files + [MANIFEST], prefix, last=MANIFEST)
             return [f"{prefix}/{file}" for file in files + [MANIFEST]]
         finally:
@@ -514,13 +369,11 @@ class RemoteSceneStore(SceneStore):
             log.warning("scene %s: summary not written (%s)", stored.id, error.detail)
 
     # ------------------------------------------------------------ checkpoints
-    def _checkpoint(self, scene_id: str) -> None:
-        """The embedded checkpoint in the cache, then its upload once its number is in the store
-        (with the scene's checkpoint lock held, see ``SceneStore.checkpoint``: here also because
-        a background save finishing after an explicit one would leave the older state in the
-        cache's manifest, and upload nothing newer)."""
-        super()._checkpoint(scene_id)
-        stored = self._scenes.get(scene_id)
+    def checkpoint_saved(self, stored: StoredScene) -> None:
+        """Upload the cache's save once its number is in the store (with the scene's checkpoint
+        lock held, see ``Checkpointer.checkpoint``), then collect what it makes old."""
+        scene_id = stored.id
+        stored = self.cache.scenes.get(scene_id)
         if stored is None:
             return
         directory = stored.directory / SCENE_DIR
@@ -534,7 +387,7 @@ class RemoteSceneStore(SceneStore):
             writer.wait_durable(seq)
         name = f"{seq:020d}"
         if self.objects.get(f"{scene_prefix(scene_id)}/checkpoints/{name}/{MANIFEST}") is None:
-            self._upload_checkpoint(scene_id, stored, name, seq)
+            self._upload_checkpoint(stored, name, seq)
         self._uploaded[scene_id] = seq
         self._put_summary(stored)
         self._collect_garbage(scene_id)
@@ -560,49 +413,27 @@ class RemoteSceneStore(SceneStore):
         self.objects.delete(doomed)
 
     # ------------------------------------------------------------ scenes
-    def create(self, scene: bvh.Scene, name: str | None, build_ms: float) -> StoredScene:
-        """Save a new scene into the store (checkpoint 0, then ``service.json``), then into the cache."""
-        scene_id = uuid.uuid4().hex
-        staging = self.staging_dir / f"{os.getpid()}-{scene_id}"
-        directory = self.scenes_dir / scene_id
-        metadata = {"id": scene_id, "name": name, "created": _now(), "build_ms": round(build_ms, 3)}
-        metadata_bytes = json.dumps(metadata, indent=1).encode()
-        try:
-            staging.mkdir()
-            scene.save(staging / SCENE_DIR, annotations={JOURNAL_SEQ: 0})
-            with open(staging / journal.JOURNAL_FILE, "wb") as stream:
-                stream.write(journal.encode(0, edits.BASE))
-            (staging / SERVICE_FILE).write_bytes(metadata_bytes)
-            manifest = json.loads((staging / SCENE_DIR / MANIFEST).read_bytes())
-            files = [entry["file"] for entry in manifest["arrays"].values()] + [MANIFEST]
-            self.objects.upload(staging / SCENE_DIR, files, f"{scene_prefix(scene_id)}/checkpoints/{0:020d}",
-                                last=MANIFEST)
-            stored = StoredScene(id=scene_id, name=name, created=metadata["created"],
-                                 build_ms=metadata["build_ms"], scene=scene, directory=directory)
-            with _scene_lock(scene):
-                stored.publish()
-            self._put_summary(stored)
-            self.objects.put_new(f"{scene_prefix(scene_id)}/{SERVICE_FILE}", metadata_bytes)
-            os.rename(staging, directory)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        status = os.stat(stored.journal_path)
-        stored.journal_inode, stored.journal_end = status.st_ino, status.st_size
-        self._replace(scene_id, stored)
-        return stored
+    def publish_new(self, stored: StoredScene, staging: Path) -> None:
+        """Upload a new scene (checkpoint 0, its summary, then ``service.json``), then move it into the cache."""
+        prefix = scene_prefix(stored.id)
+        manifest = json.loads((staging / SCENE_DIR / MANIFEST).read_bytes())
+        files = [entry["file"] for entry in manifest["arrays"].values()] + [MANIFEST]
+        self.objects.upload(staging / SCENE_DIR, files, f"{prefix}/checkpoints/{0:020d}", last=MANIFEST)
+        self._put_summary(stored)
+        self.objects.put_new(f"{prefix}/{SERVICE_FILE}", (staging / SERVICE_FILE).read_bytes())
+        os.rename(staging, stored.directory)
 
     def delete(self, scene_id: str) -> None:
         """Delete ``service.json`` (the scene is gone from then on), then the rest of it."""
         if not SCENE_ID.fullmatch(scene_id):
             raise SceneNotFound(scene_id)
         prefix = scene_prefix(scene_id)
-        with self._lock_for(scene_id):
+        with self.cache.lock_for(scene_id):
             if self.objects.get(f"{prefix}/{SERVICE_FILE}") is None:
-                self._drop(scene_id)
+                self.cache.drop(scene_id)
                 raise SceneNotFound(scene_id)
             self.objects.delete([f"{prefix}/{SERVICE_FILE}"])
-            self._drop(scene_id)
+            self.cache.drop(scene_id)
         self.objects.delete(self.objects.list(prefix + "/"))
 
     def list(self) -> list:
@@ -612,7 +443,7 @@ class RemoteSceneStore(SceneStore):
         for scene_id in self.objects.folders("scenes/"):
             if not SCENE_ID.fullmatch(scene_id):
                 continue
-            stored = self._scenes.get(scene_id)
+            stored = self.cache.scenes.get(scene_id)
             if stored is not None:
                 found.append(stored)
                 continue
@@ -622,13 +453,123 @@ class RemoteSceneStore(SceneStore):
             summary = self.objects.get(f"{scene_prefix(scene_id)}/{SUMMARY_FILE}")
             if summary is None:
                 try:
-                    found.append(self.get(scene_id))
+                    found.append(self.cache.get(scene_id))
                 except SceneNotFound:
                     pass
                 continue
             metadata, summary = json.loads(metadata), json.loads(summary)
             bounds = np.full((2, 3), np.nan) if summary["bounds"] is None else np.array(summary["bounds"])
             found.append(ListedScene(id=scene_id, name=metadata.get("name"), created=str(metadata.get("created", "")),
-                                     view=_ListedView(objects=range(summary["object_count"]),
-                                                      triangles=summary["triangles"], bounds=bounds)))
+                                     view=ListedView(objects=range(summary["object_count"]),
+                                                     triangles=summary["triangles"], bounds=bounds)))
         return sorted(found, key=lambda stored: (stored.created, stored.id))
+
+
+class SegmentFollower:
+    """A thread applying the segments other processes put into the store, to the scenes in memory.
+
+    Parameters
+    ----------
+    backend : ObjectStoreBackend
+    cache : service.store.cache.SceneCache
+    """
+
+    def __init__(self, backend: ObjectStoreBackend, cache):
+        self.backend = backend
+        self.objects = backend.objects
+        self.cache = cache
+        self._thread: threading.Thread | None = None
+        self._starting = threading.Lock()
+        self._stopping = threading.Event()
+        self._deleted_checked: dict[str, float] = {}
+
+    def start(self) -> None:
+        """Start following (unless it runs)."""
+        if self._thread is None:
+            with self._starting:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._poll_forever, name="store poller", daemon=True)
+                    self._thread.start()
+
+    def stop(self) -> None:
+        """Stop following (it starts again with the next scene opened, or :meth:`start`)."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self._stopping.clear()
+
+    def forget(self, scene_id: str) -> None:
+        self._deleted_checked.pop(scene_id, None)
+
+    def _poll_forever(self) -> None:
+        while not self._stopping.is_set():
+            started = time.monotonic()
+            for scene_id, stored in list(self.cache.scenes.items()):
+                try:
+                    self._poll(scene_id, stored)
+                except (StoreUnavailable, SceneNotFound):
+                    pass
+                except Exception:
+                    log.exception("following scene %s in the store failed; trying again", scene_id)
+            self._stopping.wait(max(0.0, self.backend.poll_seconds - (time.monotonic() - started)))
+
+    @staticmethod
+    def _busy(stored: StoredScene) -> bool:
+        return stored.writer is not None and not stored.writer.idle
+
+    def _poll(self, scene_id: str, stored: StoredScene) -> None:
+        """Apply the next segment of another process, if there is one; drop a deleted scene."""
+        if self._busy(stored):
+            return
+        now = time.monotonic()
+        later = []
+        if now - self._deleted_checked.get(scene_id, 0.0) >= DELETED_CHECK_SECONDS:
+            self._deleted_checked[scene_id] = now
+            if self.objects.get(f"{scene_prefix(scene_id)}/{SERVICE_FILE}", timeout=0) is None:
+                with self.cache.lock_for(scene_id):
+                    if self.cache.scenes.get(scene_id) is stored:
+                        self.cache.drop(scene_id)
+                return
+            # Listed before the next segment is looked for: see below.
+            later = self.objects.list(f"{scene_prefix(scene_id)}/journal/", timeout=0,
+                                      after=segment_path(scene_id, stored.seq + 1))
+        data = self.objects.get(segment_path(scene_id, stored.seq + 1), timeout=0)
+        if data is not None:
+            # Segment after segment until there is no next one: an editor's
+            # stream of moves is one segment per put, many per poll interval.
+            while data is not None and self.follow_segment(scene_id, stored, data):
+                stored = self.cache.scenes.get(scene_id)
+                if stored is None or self._stopping.is_set():
+                    return
+                data = self.objects.get(segment_path(scene_id, stored.seq + 1), timeout=0)
+        elif later:
+            # Segments are created in order: later ones without the next one means it
+            # was collected after a newer checkpoint (this process fell behind by two
+            # checkpoints): only reopening catches up.
+            with self.cache.lock_for(scene_id):
+                if self.cache.scenes.get(scene_id) is stored and not self._busy(stored):
+                    log.info("scene %s: fell behind the store's journal; reopening", scene_id)
+                    old = stored.view
+                    self.cache.events.announce_difference(
+                        self.cache.replace(scene_id, self.cache.reopen(scene_id)), old)
+
+    def follow_segment(self, scene_id: str, stored: StoredScene, data: bytes) -> bool:
+        """Apply a segment another process wrote (``data`` starts at ``stored.seq + 1``);
+        returns whether it was applied (False: the scene changed meanwhile, or the segment is damaged)."""
+        records, end = journal.read_records(data)
+        if not records or end != len(data):
+            log.error("scene %s: journal segment %d in the store is damaged", scene_id, stored.seq + 1)
+            return False
+        with self.cache.lock_for(scene_id):
+            if self.cache.scenes.get(scene_id) is not stored or self._busy(stored) or records[0].seq != stored.seq + 1:
+                return False  # changed meanwhile: the next round looks again
+            if any(record.kind == RELOAD for record in records):
+                old = stored.view
+                stored = self.cache.replace(scene_id, self.cache.reopen(scene_id))
+                self.cache.events.announce_difference(stored, old)
+                return True
+            with open(stored.journal_path, "ab") as stream:
+                stream.write(data)
+            self.cache.follow(scene_id)
+            return True
