@@ -13,7 +13,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: test serve bench cluster cluster-down
+.PHONY: test test-slow serve bench cluster cluster-down
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,11 @@ $(INSTALLED)-bench: pyproject.toml | $(PY)
 	touch $@ $(INSTALLED)
 
 test: $(INSTALLED)-test
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not slow"
+
+# The long runs (a real server against a filled tmpfs, ...): a few minutes more.
+test-slow: $(INSTALLED)-test
+	$(PY) -m pytest -q -m slow
 
 # A first start in ./data creates the sample scenes (PICK_SAMPLE_SCENES).
 serve: $(INSTALLED)

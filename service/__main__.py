@@ -1,7 +1,16 @@
-"""``python -m service``: serve the API with uvicorn, configured by ``PICK_*`` variables."""
+"""``python -m service``: serve the API with uvicorn, configured by ``PICK_*`` variables.
 
+Two operator commands work on a data directory instead (see :mod:`service.store.repair`):
+
+- ``python -m service verify DATA_DIR``: check every scene; exit code 1 when one is damaged.
+- ``python -m service repair DATA_DIR SCENE_ID --accept-loss``: keep the records before a
+  damaged journal's damage (the rest is written aside).
+"""
+
+import argparse
 import logging
 import sys
+from pathlib import Path
 
 import uvicorn
 
@@ -23,7 +32,39 @@ def websocket_options(settings: Settings) -> dict:
             "ws_max_size": int(settings.max_upload_mb * MEGABYTE)}
 
 
+def operator_command(arguments: list[str]) -> int:
+    """``verify`` or ``repair``: print the report, return the exit code."""
+    from .store import repair
+
+    parser = argparse.ArgumentParser(prog="python -m service", description="Check or repair a data directory "
+                                     "of the service (run repair while no service writes to it, or accept that "
+                                     "the scene is read again by a running one).")
+    commands = parser.add_subparsers(dest="command", required=True)
+    checking = commands.add_parser("verify", help="check every scene: checkpoint arrays against their "
+                                   "checksums, journal records, manifest; exit code 1 on damage")
+    checking.add_argument("data_dir", type=Path)
+    repairing = commands.add_parser("repair", help="keep the records before a damaged journal's damage, "
+                                    "writing the rest aside")
+    repairing.add_argument("data_dir", type=Path)
+    repairing.add_argument("scene_id")
+    repairing.add_argument("--accept-loss", action="store_true",
+                           help="do it: the valid records after the damage are discarded (kept in a file aside)")
+    options = parser.parse_args(arguments)
+    try:
+        if options.command == "verify":
+            lines, damaged = repair.verify(options.data_dir)
+            code = 1 if damaged else 0
+        else:
+            lines, code = repair.repair(options.data_dir, options.scene_id, options.accept_loss)
+    except FileNotFoundError as error:
+        lines, code = [str(error)], 1
+    print("\n".join(lines))
+    return code
+
+
 def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] in ("verify", "repair", "-h", "--help"):
+        return operator_command(sys.argv[1:])
     settings = get_settings()
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     refusal = settings.open_to_the_network()

@@ -1,9 +1,7 @@
 """Every acknowledged edit survives ``kill -9`` of a real ``python -m service`` at a random
 moment in a stream of edits, and no batch is ever half applied."""
 
-import os
 import random
-import signal
 import threading
 import time
 
@@ -13,7 +11,7 @@ import pytest
 
 from service.queries.editing import BINARY_MOVE
 from tests.conftest import TRIANGLE
-from testkit.servers import free_port, start_server
+from testkit.servers import free_port, kill_9, start_server
 
 SINGLE_EDITORS = 3
 PER_EDITOR = 6
@@ -30,6 +28,7 @@ class Ledger:
     def __init__(self):
         self.acked: dict[int, float] = {}
         self.sent: dict[int, float] = {}
+        self.answered = 0
         self.lock = threading.Lock()
 
     def send(self, ids, value):
@@ -41,6 +40,14 @@ class Ledger:
         with self.lock:
             for oid in ids:
                 self.acked[oid] = value
+            self.answered += 1
+
+    def wait_for_answer(self, since: int, timeout: float = 60.0) -> None:
+        """Return once an edit was answered after ``answered`` was ``since``: the stream of
+        edits runs (a first edit after a start may take a while on a busy machine)."""
+        deadline = time.monotonic() + timeout
+        while self.answered <= since and time.monotonic() < deadline:
+            time.sleep(0.005)
 
 
 def _single_editor(base, scene_id, ids, ledger, stop, start_value):
@@ -114,10 +121,12 @@ def test_acknowledged_edits_survive_kill_9_at_random_moments(tmp_path, workers):
                 base, scene_id, list(range(k * PER_EDITOR, (k + 1) * PER_EDITOR)), ledger, stop, start_value))
                 for k in range(SINGLE_EDITORS)]
             editors.append(threading.Thread(target=_batch_editor, args=(base, scene_id, ledger, stop, start_value)))
+            answered = ledger.answered
             for editor in editors:
                 editor.start()
-            time.sleep(rng.uniform(0.3, 1.5))
-            _kill_9(process)
+            ledger.wait_for_answer(answered)
+            time.sleep(rng.uniform(0.0, 1.2))
+            kill_9(process)
             stop.set()
             for editor in editors:
                 editor.join()
@@ -125,28 +134,6 @@ def test_acknowledged_edits_survive_kill_9_at_random_moments(tmp_path, workers):
         process = start_server(tmp_path, port, workers=workers)
         _check(base, scene_id, ledger, f"seed {seed}, at the end")
     finally:
-        _kill_9(process)
+        kill_9(process)
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                # The parent's pid is the 4th field, after the ")" that ends the command name.
-                stat = open(f"/proc/{entry.name}/stat").read()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def _kill_9(process) -> None:
-    """SIGKILL the server and its uvicorn workers, all at once."""
-    for pid in [process.pid] + _children(process.pid):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    process.wait()

@@ -10,6 +10,7 @@ import pytest
 
 import bvh
 from service.store import edits, journal
+from service.store.integrity import SYNC_MARK_FILE
 from service.store.store import JOURNAL_SEQ, SCENE_DIR, SceneStore
 
 TRIANGLE = (np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
@@ -322,7 +323,9 @@ def test_a_scene_saved_before_journals_is_served_without_a_reload_per_request(tm
     store = SceneStore(tmp_path)
     scene_id = make_scene(store)
     stored = store.get(scene_id)
+    # As saved before journals: no journal, and so no sync mark of one.
     os.unlink(stored.journal_path)
+    os.unlink(stored.directory / SYNC_MARK_FILE)
     reopened = SceneStore(tmp_path)
     reopened.open_all()
     first = reopened.get(scene_id)

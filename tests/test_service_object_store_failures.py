@@ -10,11 +10,11 @@ import pytest
 
 from tests.conftest import TRIANGLE
 from tests.test_service_durability import (GROUP, PER_EDITOR, SINGLE_EDITORS, Ledger, _batch_editor, _check,
-                                           _kill_9, _single_editor, at)
-from testkit.servers import free_port, start_server
+                                           _single_editor, at)
+from testkit.servers import free_port, kill_9, start_server
 
 
-def test_acknowledged_edits_survive_kill_9_of_a_service_on_the_object_store(s3_environment, tmp_path):
+def test_acknowledged_edits_survivekill_9_of_a_service_on_the_object_store(s3_environment, tmp_path):
     seed = random.randrange(2**32)
     rng = random.Random(seed)
     port = free_port()
@@ -39,10 +39,12 @@ def test_acknowledged_edits_survive_kill_9_of_a_service_on_the_object_store(s3_e
                 base, scene_id, list(range(k * PER_EDITOR, (k + 1) * PER_EDITOR)), ledger, stop, start_value))
                 for k in range(SINGLE_EDITORS)]
             editors.append(threading.Thread(target=_batch_editor, args=(base, scene_id, ledger, stop, start_value)))
+            answered = ledger.answered
             for editor in editors:
                 editor.start()
-            time.sleep(rng.uniform(0.3, 1.5))
-            _kill_9(process)
+            ledger.wait_for_answer(answered)
+            time.sleep(rng.uniform(0.0, 1.2))
+            kill_9(process)
             stop.set()
             for editor in editors:
                 editor.join()
@@ -50,7 +52,7 @@ def test_acknowledged_edits_survive_kill_9_of_a_service_on_the_object_store(s3_e
         process = start_server(tmp_path, port)
         _check(base, scene_id, ledger, f"seed {seed}, at the end")
     finally:
-        _kill_9(process)
+        kill_9(process)
 
 
 @pytest.fixture

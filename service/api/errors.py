@@ -26,6 +26,7 @@ from starlette.responses import Response
 import bvh
 
 from .responses import JSONBytes
+from ..store.errors import SceneReadOnly, StorageFull
 
 log = logging.getLogger("service")
 
@@ -102,6 +103,15 @@ def client_errors(what: str = ""):
         raise ClientError(404, what + _message(error)) from error
     except ValueError as error:
         raise ClientError(422, what + _message(error)) from error
+    except (SceneReadOnly, StorageFull) as error:
+        raise store_refusal(error) from error
+
+
+def store_refusal(error: Exception) -> ClientError:
+    """The store's refusals of a write: a damaged scene is read-only (409), a full disk 507."""
+    if isinstance(error, StorageFull):
+        return ClientError(507, error.strerror)
+    return ClientError(409, str(error))
 
 
 def _message(error: Exception) -> str:
@@ -228,6 +238,11 @@ async def client_hung_up(request: Request, error: ClientDisconnect) -> Response:
     return Response(status_code=CLIENT_CLOSED)
 
 
+async def _store_refusal(request: Request, error: Exception):
+    refusal = store_refusal(error)
+    return JSONBytes({"detail": refusal.detail}, status_code=refusal.status_code)
+
+
 async def _unexpected_error(request: Request, error: Exception):
     log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=error)
     return JSONBytes({"detail": "internal server error"}, status_code=500)
@@ -238,4 +253,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, _request_validation_error)
     app.add_exception_handler(ClientDisconnect, client_hung_up)
+    app.add_exception_handler(SceneReadOnly, _store_refusal)
+    app.add_exception_handler(StorageFull, _store_refusal)
     app.add_exception_handler(Exception, _unexpected_error)

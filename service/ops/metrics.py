@@ -29,6 +29,11 @@ class _StoreCollector:
         triangles = GaugeMetricFamily("pick_triangles", "Triangles over all open scenes, instances counted each")
         triangles.add_metric([], self.store.triangle_total())
         yield triangles
+        damaged = GaugeMetricFamily("pick_damaged_scenes", "Scenes found damaged: served read-only (a damaged "
+                                    "journal) or refused (a damaged checkpoint)", labels=["state"])
+        for state, scenes in self.store.damaged().items():
+            damaged.add_metric([state], len(scenes))
+        yield damaged
 
 
 class Metrics:

@@ -42,7 +42,8 @@ def scene_summary_json(stored) -> dict:
 
 
 def _scene_head(stored) -> dict:
-    return {"id": stored.id, "name": stored.name, "created": stored.created}
+    return {"id": stored.id, "name": stored.name, "created": stored.created, "state": stored.state,
+            "reason": stored.reason}
 
 
 def columns(source, names: tuple[str, ...], **given) -> dict:

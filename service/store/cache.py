@@ -25,8 +25,10 @@ import bvh
 from . import edits, journal
 from .errors import SceneDamaged, SceneNotFound
 from .events import ChangeEvents
+from .integrity import CheckpointVerifier, count_records_after, read_journal, scan_journal
 from .journal import JOURNAL_FILE, Record
-from .scenes import JOURNAL_SEQ, SCENE_DIR, SCENE_ID, SERVICE_FILE, StoredScene, build_snapshot, scene_lock
+from .scenes import (JOURNAL_SEQ, MANIFEST, SCENE_DIR, SCENE_ID, SERVICE_FILE, StoredScene, build_snapshot,
+                     scene_lock)
 
 log = logging.getLogger("service.store")
 
@@ -52,6 +54,9 @@ class SceneCache:
         self.directory = backend.directory
         #: The scenes in memory (read it; change it through :meth:`replace` and :meth:`drop`).
         self.scenes: dict[str, StoredScene] = {}
+        #: Scenes refused whole because their checkpoint cannot be read: id to why.
+        self.refused: dict[str, str] = {}
+        self.verifier = CheckpointVerifier()
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -72,18 +77,28 @@ class SceneCache:
 
     # ------------------------------------------------------------ opening
     def open_saved(self, scene_ids: list[str]) -> list[str]:
-        """Open the scenes ``scene_ids`` at start-up, checksums verified; returns those skipped as damaged."""
+        """Open the scenes ``scene_ids`` at start-up; returns those refused as damaged whole."""
         skipped = []
         for scene_id in scene_ids:
             try:
-                self.add(self.open(scene_id, verify=True))
+                self.add(self.open(scene_id))
             except (ValueError, OSError) as error:
                 log.error("skipping damaged scene directory %s: %s", self.directory.scenes_dir / scene_id, error)
+                self.refused[scene_id] = str(error)
                 skipped.append(scene_id)
         return skipped
 
-    def open(self, scene_id: str, verify: bool) -> StoredScene:
-        """Read a scene from the local directory: its checkpoint, then the journal's records past it."""
+    def open(self, scene_id: str) -> StoredScene:
+        """Read a scene from the local directory: its checkpoint, its arrays checked against
+        their checksums (each file once, :class:`CheckpointVerifier`), then the journal's
+        records past it. A damaged journal opens the scene read-only with the records before
+        the damage (:mod:`service.store.integrity`).
+
+        Raises
+        ------
+        ValueError, OSError
+            ``service.json`` or the checkpoint is damaged, or a record does not apply.
+        """
         directory = self.directory.scenes_dir / scene_id
         try:
             metadata = json.loads((directory / SERVICE_FILE).read_text())
@@ -91,32 +106,49 @@ class SceneCache:
             raise ValueError(f"{SERVICE_FILE} is unreadable: {error}") from None
         if not isinstance(metadata, dict) or metadata.get("id") != scene_id:
             raise ValueError(f"{SERVICE_FILE} does not describe scene {scene_id}")
-        journal_path = os.path.join(directory, JOURNAL_FILE)
         # The journal is read before the checkpoint: a checkpoint written in
         # between is newer than the journal read, never older.
-        try:
-            records, end, _, inode = journal.read_file(journal_path)
-        except FileNotFoundError:
-            records, end, inode = [], 0, -1
-        scene = bvh.Scene.open(directory / SCENE_DIR, verify=verify)
+        found = read_journal(os.path.join(directory, JOURNAL_FILE))
+        scene = self._open_checkpoint(directory / SCENE_DIR)
         checkpoint = int(scene.annotations.get(JOURNAL_SEQ, 0))
+        scan = scan_journal(found, checkpoint)
         stored = StoredScene(id=scene_id, name=metadata.get("name"), created=str(metadata.get("created", "")),
                              build_ms=float(metadata.get("build_ms", 0.0)), scene=scene, directory=directory,
-                             seq=checkpoint, checkpoint_seq=checkpoint)
-        if records and records[0].kind == edits.BASE and records[0].seq <= checkpoint:
-            replayed = self._replay(stored, records[1:])
+                             seq=checkpoint, checkpoint_seq=checkpoint, journal_id=scan.journal_id,
+                             damage=scan.damage)
+        replayed = self._replay(stored, scan.records[1:])
+        if scan.damage is not None:
+            # Read-only from now on; its whole file counts as followed, so that
+            # only a replaced journal (a repair) makes it read again.
+            stored.journal_inode, stored.journal_end = scan.inode, scan.size
+            log.error("scene %s is damaged and opens read-only with %d journaled edits past its checkpoint: %s",
+                      scene_id, replayed, scan.damage.describe())
+        elif scan.records:
+            stored.journal_inode, stored.journal_end = scan.inode, scan.end
+            if scan.torn:
+                log.warning("scene %s: a torn last journal record of %d bytes was dropped (it was never "
+                            "acknowledged)", scene_id, scan.torn)
             if replayed:
                 log.info("scene %s: %d journaled edits replayed past its checkpoint", scene_id, replayed)
-            stored.journal_inode, stored.journal_end = inode, end
         else:
-            # No journal yet (a scene saved before journals), or one restarted
-            # by a checkpoint this read missed: the next edit starts a new one.
+            # No journal (a scene saved before journals): the next edit starts one.
             stored.journal_inode, stored.journal_end = -1, 0
+        self.refused.pop(scene_id, None)
         with scene_lock(scene):
             stored.publish()
         # Its snapshot is built by its first query: a start-up opening the saved
         # scenes must not compile the pick kernel ahead of the warm-up's plan.
         return stored
+
+    def _open_checkpoint(self, directory) -> bvh.Scene:
+        """``bvh.Scene.open`` of a checkpoint whose arrays were checked against their checksums
+        (read again when a save replaced it meanwhile)."""
+        for _ in range(5):
+            checked = self.verifier.verify(directory)
+            scene = bvh.Scene.open(directory, verify=False)
+            if (directory / MANIFEST).read_bytes() == checked:
+                return scene
+        raise ValueError(f"scene directory {directory} kept changing while it was opened")
 
     @staticmethod
     def _replay(stored: StoredScene, records: list[Record]) -> int:
@@ -140,15 +172,26 @@ class SceneCache:
         return len(fresh)
 
     def reopen(self, scene_id: str) -> StoredScene:
-        """Open a scene another process created or changed, as the backend has it (call with its lock held)."""
-        self.backend.fetch(scene_id)
+        """Open a scene another process created or changed, as the backend has it (call with its lock held).
+
+        Raises
+        ------
+        SceneNotFound
+        SceneDamaged
+            Its checkpoint cannot be read (it is then dropped from memory).
+        """
         try:
-            # Written whole by a save that switches manifests atomically (see
-            # the module notes), so the CRC pass of start-up is not repeated.
-            return self.open(scene_id, verify=False)
+            self.backend.fetch(scene_id)
+            return self.open(scene_id)
         except FileNotFoundError:
             raise SceneNotFound(scene_id) from None
+        except SceneDamaged as error:
+            self.refused[scene_id] = error.reason
+            self.drop(scene_id)
+            raise
         except (ValueError, OSError) as error:
+            self.refused[scene_id] = str(error)
+            self.drop(scene_id)
             raise SceneDamaged(scene_id, str(error)) from None
 
     # ------------------------------------------------------------ in memory
@@ -242,11 +285,17 @@ class SceneCache:
         if position == (stored.journal_inode, stored.journal_end):
             stored.checked_token, stored.recheck_at = token, time.monotonic() + RECHECK_SECONDS
             return stored
+        if stored.damage is not None or (position[0] == stored.journal_inode and position[1] < stored.journal_end):
+            # Damaged: read again only once the journal changed (a repair). Shorter
+            # than what was applied: records were cut (a failed sync), read what is there.
+            return self.replace(scene_id, self.reopen(scene_id))
         same_file = position[0] == stored.journal_inode
         try:
-            records, end, _, inode = journal.read_file(stored.journal_path, stored.journal_end if same_file else 0)
+            records, end, size, inode = journal.read_file(stored.journal_path, stored.journal_end if same_file else 0)
         except FileNotFoundError:
             return stored
+        if end < size and self._damaged_past(stored.journal_path, end, records[-1].seq if records else stored.seq):
+            return self.replace(scene_id, self.reopen(scene_id))
         if not same_file and (not records or records[0].kind != edits.BASE or records[0].seq > stored.seq):
             # Restarted by a checkpoint holding edits this process never saw.
             return self.replace(scene_id, self.reopen(scene_id))
@@ -270,14 +319,32 @@ class SceneCache:
         stored.checked_token, stored.recheck_at = token, time.monotonic() + RECHECK_SECONDS
         return stored
 
+    @staticmethod
+    def _damaged_past(path: str, end: int, last_seq: int) -> bool:
+        """Whether valid records lie past an unreadable one at byte ``end`` (damage, not a
+        record another process is still writing)."""
+        with open(path, "rb") as stream:
+            stream.seek(end)
+            tail = stream.read()
+        return count_records_after(tail, 0, last_seq) > 0
+
     def writable(self, scene_id: str) -> StoredScene:
-        """The scene, up to date, ready to append to (call with its locks held)."""
+        """The scene, up to date, ready to append to (call with its locks held).
+
+        Raises
+        ------
+        SceneNotFound
+        SceneReadOnly
+            Its journal is damaged.
+        """
         stored = self.follow(scene_id)
+        stored.check_writable()
         writer = stored.writer
         if writer is not None and writer.failed:
             # A commit failed (in S3 mode: it lost a race): what this process
             # holds is not what is stored; read that again.
             stored = self.replace(scene_id, self.reopen(scene_id))
+            stored.check_writable()
             writer = stored.writer
         if writer is None or not writer.sink.follows(stored.journal_inode):
             if writer is not None:

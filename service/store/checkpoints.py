@@ -14,7 +14,7 @@ import time
 
 from ..ops.memory import return_free_memory
 from .cache import SceneCache
-from .errors import SceneNotFound
+from .errors import SceneNotFound, disk_full
 from .scenes import SCENE_DIR, StoredScene
 
 log = logging.getLogger("service.store")
@@ -77,14 +77,18 @@ class Checkpointer:
             now = time.monotonic()
             for stored in list(self.cache.scenes.values()):
                 pending = stored.seq - stored.checkpoint_seq
-                if pending and (self._closed or pending >= self.records or (
+                if pending and stored.damage is None and (self._closed or pending >= self.records or (
                         stored.pending_since is not None and now - stored.pending_since >= self.seconds)):
                     try:
                         self.checkpoint(stored.id)
                     except SceneNotFound:
                         pass
-                    except Exception:
-                        log.exception("checkpoint of scene %s failed; its journal keeps every edit", stored.id)
+                    except Exception as error:
+                        if disk_full(error):
+                            log.error("checkpoint of scene %s failed, the disk is full; its journal keeps every "
+                                      "edit: %s", stored.id, error)
+                        else:
+                            log.exception("checkpoint of scene %s failed; its journal keeps every edit", stored.id)
             if now - self._trimmed >= TRIM_SECONDS:
                 self._trimmed = now
                 return_free_memory()
@@ -105,18 +109,23 @@ class Checkpointer:
         background save finishing after an explicit one would leave the older
         state in the cache's manifest, and upload nothing newer.
         """
-        with self._starting:
-            lock = self._running.setdefault(scene_id, threading.Lock())
-        with lock:
+        with self.running(scene_id):
             stored = self._save(scene_id)
             if stored is not None:
                 self.backend.checkpoint_saved(stored)
+
+    def running(self, scene_id: str) -> threading.Lock:
+        """The lock held through a checkpoint of the scene (and through adding meshes, whose save
+        a background save copied before it must not overwrite)."""
+        with self._starting:
+            return self._running.setdefault(scene_id, threading.Lock())
 
     def _save(self, scene_id: str) -> StoredScene | None:
         """:meth:`checkpoint`'s save and journal restart; returns the scene (None: not in memory)."""
         cache = self.cache
         stored = cache.scenes.get(scene_id)
-        if stored is None:
+        if stored is None or stored.damage is not None:
+            # A damaged scene's checkpoint and journal stay as they are.
             return None
         with cache.lock_for(scene_id):
             # A lower bound of what the save below takes, and where the

@@ -29,7 +29,7 @@ from . import edits, journal
 from .cache import SceneCache
 from .checkpoints import Checkpointer
 from .edits import Change
-from .errors import SceneNotFound
+from .errors import SceneNotFound, refusing_full_disk
 from .journal import Record
 from .scenes import JOURNAL_SEQ, SCENE_DIR, SCENE_ID, Result, SceneView, StoredScene, build_snapshot, scene_lock
 
@@ -241,10 +241,11 @@ class EditPipeline:
                     stored.publish(change, new_meshes=False)
                     view = stored.view
                 try:
-                    stored.writer.append(data, seq)
+                    with refusing_full_disk():
+                        stored.writer.append(data, seq)
                 except BaseException:
-                    # Not journaled: back to what the journal holds.
-                    self.cache.replace(scene_id, self.cache.reopen(scene_id))
+                    # Not journaled (nothing of it is left there): back to what the journal holds.
+                    self.cache.recover(scene_id)
                     raise
                 stored.journal_end += len(data)
                 self.cache.directory.changes.announce()
@@ -267,13 +268,15 @@ class EditPipeline:
         """Change a scene as one step for queries and save a checkpoint of it (see ``SceneStore.edit``)."""
         if not SCENE_ID.fullmatch(scene_id):
             raise SceneNotFound(scene_id)
-        with self.cache.lock_for(scene_id):
+        # Its save must not be overwritten by a background checkpoint's older one.
+        with self.checkpoints.running(scene_id), self.cache.lock_for(scene_id):
             with self.backend.edit_lock(scene_id):
                 stored = self.cache.writable(scene_id)
                 try:
-                    seq, result, described = self._change_and_save(stored, change, prepare, describe)
-                    self.backend.claim_checkpoint(stored, seq)
-                    stored.restart_journal(seq)
+                    with refusing_full_disk():
+                        seq, result, described = self._change_and_save(stored, change, prepare, describe)
+                        self.backend.claim_checkpoint(stored, seq)
+                        stored.restart_journal(seq)
                     self.cache.directory.changes.announce()
                 except BaseException:
                     # Back to what is stored: a refused or failed edit leaves nothing behind.

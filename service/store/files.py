@@ -32,11 +32,16 @@ def utc_now() -> str:
 def write_json_atomically(path: Path, content: dict) -> None:
     """Write ``path`` so that a crash leaves either the old file or the new one."""
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(temporary, "wb") as stream:
-        stream.write(json.dumps(content, indent=1).encode())
-        stream.flush()
-        os.fsync(stream.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb") as stream:
+            stream.write(json.dumps(content, indent=1).encode())
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
     fsync_directory(path.parent)
 
 
@@ -90,6 +95,9 @@ class ChangeToken:
             try:
                 if os.fstat(descriptor).st_size < 8:
                     os.ftruncate(descriptor, 8)
+                # Its block allocated now: a store to a mapped page that a full disk
+                # cannot back is a SIGBUS, not an error (a sparse file on a full tmpfs).
+                os.posix_fallocate(descriptor, 0, 8)
                 self._token = np.frombuffer(mmap.mmap(descriptor, 8), np.uint64)
             finally:
                 os.close(descriptor)

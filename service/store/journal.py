@@ -20,9 +20,12 @@ reopens the checkpoint.
 
 A process killed while appending leaves a torn last record: it was never
 acknowledged (the answer waits for the sync), so readers stop before it and
-the next writer, holding the scene's file lock, cuts it off.
+the next writer, holding the scene's file lock, cuts it off. Anything else
+that breaks a journal is damage (:mod:`service.store.integrity`): the scene
+is then opened read-only and its journal left as it is.
 """
 
+import contextlib
 import os
 import struct
 import threading
@@ -36,8 +39,10 @@ from bvh.io.persistence import fsync_directory
 
 JOURNAL_FILE = "journal"
 
-_FRAME = struct.Struct("<II")
-_BODY = struct.Struct("<QI")
+#: A record's frame: body length, CRC-32 of the body.
+FRAME = struct.Struct("<II")
+#: The start of a record's body: its number, its header's length.
+BODY = struct.Struct("<QI")
 
 #: Largest record body accepted when reading: a length beyond it is damage, not a record.
 MAX_RECORD_BYTES = 1 << 31
@@ -72,14 +77,14 @@ def encode(seq: int, kind: str, fields: dict | None = None, arrays: dict | None 
     header = dict(fields or {}, kind=kind,
                   arrays=[[name, array.dtype.str, list(array.shape)] for name, array in contiguous.items()])
     header_bytes = orjson.dumps(header)
-    body = b"".join([_BODY.pack(seq, len(header_bytes)), header_bytes]
+    body = b"".join([BODY.pack(seq, len(header_bytes)), header_bytes]
                     + [array.tobytes() for array in contiguous.values()])
-    return _FRAME.pack(len(body), zlib.crc32(body)) + body
+    return FRAME.pack(len(body), zlib.crc32(body)) + body
 
 
 def _decode(body: memoryview) -> Record:
-    seq, header_length = _BODY.unpack_from(body)
-    start = _BODY.size
+    seq, header_length = BODY.unpack_from(body)
+    start = BODY.size
     header = orjson.loads(body[start:start + header_length])
     position = start + header_length
     arrays = {}
@@ -106,12 +111,12 @@ def read_records(data: bytes, offset: int = 0) -> tuple[list[Record], int]:
     """
     view = memoryview(data)
     records = []
-    while offset + _FRAME.size <= len(view):
-        length, checksum = _FRAME.unpack_from(view, offset)
-        end = offset + _FRAME.size + length
-        if length < _BODY.size or length > MAX_RECORD_BYTES or end > len(view):
+    while offset + FRAME.size <= len(view):
+        length, checksum = FRAME.unpack_from(view, offset)
+        end = offset + FRAME.size + length
+        if length < BODY.size or length > MAX_RECORD_BYTES or end > len(view):
             break
-        body = view[offset + _FRAME.size:end]
+        body = view[offset + FRAME.size:end]
         if zlib.crc32(body) != checksum:
             break
         try:
@@ -147,9 +152,15 @@ def read_file(path: str, offset: int = 0) -> tuple[list[Record], int, int, int]:
 def write_new(path: str, records: list[bytes]) -> None:
     """Replace the journal at ``path`` by a file of ``records`` (the base first), atomically."""
     temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(temporary, "wb") as stream:
-        stream.write(b"".join(records))
-        stream.flush()
-        os.fsync(stream.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb") as stream:
+            stream.write(b"".join(records))
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        # A full disk: what was written of the new file goes; the old one stays.
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
     fsync_directory(os.path.dirname(path))

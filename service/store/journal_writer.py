@@ -15,10 +15,15 @@ Two sinks:
 """
 
 import asyncio
+import contextlib
+import errno
 import os
 import threading
 import time
 from typing import Callable, Protocol
+
+from .errors import StorageFull, disk_full
+from .integrity import SyncMark
 
 
 class JournalSink(Protocol):
@@ -243,31 +248,80 @@ class JournalWriter:
 class FileSink:
     """A scene's journal file, appended to and committed by ``fdatasync``.
 
+    After each sync the journal's sync mark records how far it reached
+    (:class:`service.store.integrity.SyncMark`), so that a journal cut below
+    that later is found damaged rather than taken for a torn tail.
+
     Parameters
     ----------
     path : str
+    journal_id : str or None
+        The ``id`` of the journal's base record (None: no sync marks).
     """
 
     timeout = None
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, journal_id: str | None = None):
         self.path = self.name = path
         self._descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self.inode = os.fstat(self._descriptor).st_ino
+        self._mark = SyncMark(path, journal_id)
+        #: The offset after this sink's last whole record, and where the first of its records
+        #: not yet synced starts (None: all synced, or other processes' records lie between).
+        self.end = os.fstat(self._descriptor).st_size
+        self.unsynced_from: int | None = None
+        self._all_unsynced_ours = True
+        # ``end`` and ``unsynced_from`` change on the editor's thread and the commit thread.
+        self._positions = threading.Lock()
 
     def write(self, record: bytes) -> None:
+        """Append a record; a short write (a full disk) is cut off again and raised.
+
+        Raises
+        ------
+        OSError
+            ENOSPC (or the write's own error): nothing of the record is left.
+        """
         written = os.write(self._descriptor, record)
+        end = os.lseek(self._descriptor, 0, os.SEEK_CUR)
+        start = end - written
         if written != len(record):
-            # A full disk: the short write is a torn record, cut off by the next writer.
-            raise OSError(f"journal {self.path}: wrote {written} of {len(record)} bytes")
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._descriptor, start)
+            raise OSError(errno.ENOSPC, f"journal {self.path}: wrote {written} of {len(record)} bytes")
+        with self._positions:
+            if self.unsynced_from is None:
+                self.unsynced_from, self._all_unsynced_ours = start, True
+            elif start != self.end:
+                self._all_unsynced_ours = False
+            self.end = end
 
     def commit(self, batch: list, closing: Callable[[], bool]) -> bool:
+        with self._positions:
+            reached = self.end
         try:
             os.fdatasync(self._descriptor)
         except OSError as error:
+            if disk_full(error):
+                raise StorageFull(error) from error
             failure = OSError(f"journal {self.path}: sync failed: {error}")
             failure.errno = error.errno
             raise failure from error
+        with self._positions:
+            if self.end == reached:
+                self.unsynced_from = None
+        self._mark.write(reached)
+        return True
+
+    def drop_unsynced(self) -> bool:
+        """After a failed sync (with the scene's locks held): cut this sink's records that were
+        never synced, unless another process appended after or between them. Returns whether it did."""
+        if self.unsynced_from is None or not self._all_unsynced_ours:
+            return False
+        if os.fstat(self._descriptor).st_size != self.end:
+            return False
+        os.ftruncate(self._descriptor, self.unsynced_from)
+        self.end, self.unsynced_from = self.unsynced_from, None
         return True
 
     def unconfirmed(self) -> Exception:
@@ -285,6 +339,8 @@ class FileSink:
     def cut(self, size: int) -> None:
         if os.fstat(self._descriptor).st_size > size:
             os.ftruncate(self._descriptor, size)
+        self.end = min(self.end, size)
 
     def close(self) -> None:
+        self._mark.close()
         os.close(self._descriptor)

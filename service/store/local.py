@@ -137,11 +137,29 @@ class LocalBackend:
             yield locked
 
     def journal_writer(self, stored: StoredScene) -> JournalWriter:
-        writer = JournalWriter(FileSink(stored.journal_path))
+        writer = JournalWriter(FileSink(stored.journal_path, stored.journal_id), on_failure=self._sync_failed)
         if writer.sink.inode != stored.journal_inode:
             writer.close()
             raise OSError(f"journal {stored.journal_path} changed while its edit lock was held")
         return writer
+
+    def _sync_failed(self, writer: JournalWriter) -> None:
+        """After a failed sync (its edits were refused): cut the records it never synced and
+        read the scene again, so that no query sees an edit that was refused."""
+        scene_id = os.path.basename(os.path.dirname(writer.sink.path))
+        cache = self.cache
+        with cache.lock_for(scene_id):
+            stored = cache.scenes.get(scene_id)
+            if stored is None or stored.writer is not writer:
+                return
+            try:
+                with self.edit_lock(scene_id):
+                    cut = writer.sink.drop_unsynced()
+            except (SceneNotFound, OSError) as error:
+                cut = f"not cut: {error}"
+            log.error("scene %s: a journal sync failed, its edits waiting were refused (records cut: %s); "
+                      "reading the scene again", scene_id, cut)
+            cache.recover(scene_id)
 
     def claim_checkpoint(self, stored: StoredScene, seq: int) -> None:
         """Nothing more: the save in the data directory is the checkpoint."""

@@ -124,6 +124,9 @@ class ListedScene:
     name: str | None
     created: str
     view: ListedView
+    #: As ``StoredScene``'s: a scene in the store is either whole or refused (never read-only).
+    state: str = "ok"
+    reason: str | None = None
 
 
 class ObjectStoreBackend:

@@ -16,6 +16,8 @@ import bvh
 
 from . import edits, journal
 from .edits import Change
+from .errors import SceneReadOnly
+from .integrity import JournalDamage, new_journal_id, write_sync_mark
 from .journal import JOURNAL_FILE
 from .journal_writer import JournalWriter
 from .views import ObjectTable
@@ -88,6 +90,11 @@ class StoredScene:
     checked_token, recheck_at : int or None, float
         The change token when the journal was last found unchanged, and the
         ``time.monotonic()`` after which it is stat'ed again regardless.
+    journal_id : str or None
+        The ``id`` of the journal's base record, which its sync marks repeat.
+    damage : JournalDamage or None
+        Set when the journal is damaged: the scene holds the records before
+        the damage and is read-only (:meth:`check_writable`).
     """
 
     id: str
@@ -106,6 +113,8 @@ class StoredScene:
     checked_token: int | None = None
     recheck_at: float = 0.0
     journal_path: str = ""
+    journal_id: str | None = None
+    damage: JournalDamage | None = None
 
     def __post_init__(self):
         self.journal_path = os.path.join(self.directory, JOURNAL_FILE)
@@ -113,6 +122,21 @@ class StoredScene:
     @property
     def mesh_arrays(self) -> dict:
         return self.view.mesh_arrays
+
+    @property
+    def state(self) -> str:
+        """``ok``, or ``damaged`` when its journal is (it is then served read-only)."""
+        return "ok" if self.damage is None else "damaged"
+
+    @property
+    def reason(self) -> str | None:
+        """Why it is damaged, in words (None when it is not)."""
+        return None if self.damage is None else self.damage.describe()
+
+    def check_writable(self) -> None:
+        """Raise :class:`SceneReadOnly` when the scene is damaged: its journal is never written then."""
+        if self.damage is not None:
+            raise SceneReadOnly(self.id, self.damage.describe())
 
     def publish(self, change: Change | None = None, new_meshes: bool = True) -> None:
         """Take a new :class:`SceneView` (call with the scene's lock held, after changing it).
@@ -163,7 +187,13 @@ class StoredScene:
         ``position``: ``(inode, offset)`` of the journal where the records
         after ``base`` start, taken with ``base``; their bytes are then copied
         as they are, not read and written again record by record.
+
+        Raises
+        ------
+        SceneReadOnly
+            The journal is damaged: it is left as it is.
         """
+        self.check_writable()
         if base >= self.seq:
             kept = []
         elif position is not None and position[0] == self.journal_inode:
@@ -177,9 +207,11 @@ class StoredScene:
                 records = []
             kept = [journal.encode(record.seq, record.kind, record.fields, record.arrays)
                     for record in records if record.kind != edits.BASE and record.seq > base]
-        journal.write_new(self.journal_path, [journal.encode(base, edits.BASE)] + kept)
+        self.journal_id = new_journal_id()
+        journal.write_new(self.journal_path, [journal.encode(base, edits.BASE, {"id": self.journal_id})] + kept)
         status = os.stat(self.journal_path)
         self.journal_inode, self.journal_end = status.st_ino, status.st_size
+        write_sync_mark(self.journal_path, self.journal_id, status.st_size)
         self.checkpoint_seq = max(self.checkpoint_seq, base)
         if self.seq <= base:
             self.pending_since = None

@@ -32,16 +32,17 @@ from .cache import SceneCache
 from .checkpoints import Checkpointer
 from .edit_pipeline import EditPipeline
 from .edits import Change
-from .errors import SceneDamaged, SceneNotFound
+from .errors import SceneDamaged, SceneNotFound, SceneReadOnly, StorageFull, refusing_full_disk
 from .events import ChangeEvents
 from .files import utc_now, write_json_atomically
+from .integrity import new_journal_id, write_sync_mark
 from .journal import JOURNAL_FILE, Record
 from .local import LocalBackend
 from .scenes import (JOURNAL_SEQ, MANIFEST, SCENE_DIR, SCENE_ID, SERVICE_FILE, Result, SceneView, StoredScene,
                      scene_lock)
 
 __all__ = ["JOURNAL_SEQ", "MANIFEST", "SCENE_DIR", "SCENE_ID", "SERVICE_FILE", "SceneDamaged", "SceneNotFound",
-           "SceneStore", "SceneView", "StoredScene"]
+           "SceneReadOnly", "SceneStore", "SceneView", "StorageFull", "StoredScene"]
 
 
 class SceneStore:
@@ -166,6 +167,13 @@ class SceneStore:
     def triangle_total(self) -> int:
         return self.cache.triangle_total()
 
+    def damaged(self) -> dict[str, dict[str, str]]:
+        """The damaged scenes this process found: ``{"read-only": {id: why}, "refused": {id: why}}``
+        (read-only: served with the edits before the damage; refused: the checkpoint itself is bad)."""
+        read_only = {stored.id: stored.reason for stored in list(self.cache.scenes.values())
+                     if stored.damage is not None}
+        return {"read-only": read_only, "refused": dict(self.cache.refused)}
+
     def evict(self, scene_id: str) -> None:
         """Drop a scene from this process's memory once its pending edits are durable.
 
@@ -189,26 +197,34 @@ class SceneStore:
 
         It is written whole under a staging directory (checkpoint, journal,
         ``service.json``), then published by the backend.
+
+        Raises
+        ------
+        StorageFull
+            The disk is full: nothing of the scene is left.
         """
         directory = self.backend.directory
         scene_id = uuid.uuid4().hex
         staging = directory.staging(scene_id)
         metadata = {"id": scene_id, "name": name, "created": utc_now(), "build_ms": round(build_ms, 3)}
-        try:
-            staging.mkdir()
-            scene.save(staging / SCENE_DIR, annotations={JOURNAL_SEQ: 0})
-            journal.write_new(str(staging / JOURNAL_FILE), [journal.encode(0, edits.BASE)])
-            write_json_atomically(staging / SERVICE_FILE, metadata)
-            stored = StoredScene(id=scene_id, name=name, created=metadata["created"],
-                                 build_ms=metadata["build_ms"], scene=scene, directory=directory.scenes_dir / scene_id)
-            with scene_lock(scene):
-                stored.publish()
-            self.backend.publish_new(stored, staging)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+        with refusing_full_disk():
+            try:
+                staging.mkdir()
+                scene.save(staging / SCENE_DIR, annotations={JOURNAL_SEQ: 0})
+                journal_id = new_journal_id()
+                journal.write_new(str(staging / JOURNAL_FILE), [journal.encode(0, edits.BASE, {"id": journal_id})])
+                write_json_atomically(staging / SERVICE_FILE, metadata)
+                stored = StoredScene(id=scene_id, name=name, created=metadata["created"], build_ms=metadata["build_ms"],
+                                     scene=scene, directory=directory.scenes_dir / scene_id, journal_id=journal_id)
+                with scene_lock(scene):
+                    stored.publish()
+                self.backend.publish_new(stored, staging)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
         status = os.stat(stored.journal_path)
         stored.journal_inode, stored.journal_end = status.st_ino, status.st_size
+        write_sync_mark(stored.journal_path, journal_id, status.st_size)
         return self.cache.add(stored)
 
     def delete(self, scene_id: str) -> None:
@@ -217,10 +233,17 @@ class SceneStore:
         Raises
         ------
         SceneNotFound
+        SceneReadOnly
+            Its journal is damaged.
         """
         if not SCENE_ID.fullmatch(scene_id):
             raise SceneNotFound(scene_id)
+        stored = self.cache.scenes.get(scene_id)
+        if stored is not None:
+            # A damaged scene's files wait for an operator (``python -m service repair``).
+            stored.check_writable()
         self.backend.delete(scene_id)
+        self.cache.refused.pop(scene_id, None)
 
     def record(self, scene_id: str, record: Record) -> tuple[StoredScene, Change, SceneView]:
         """Apply a journal record (see :mod:`service.store.edits`) and return once it is durable.

@@ -24,7 +24,7 @@ from ..errors import ClientError, client_errors, validation_error
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
 from ..schemas import (ErrorOut, InstanceCreate, Matrix4, MeshObjectCreate, ObjectBatch, ObjectBatchResult,
-                       ObjectCreate, ObjectList, ObjectOut, ObjectUpdate, VerticesIn, VerticesResult)
+                       ObjectCreate, ObjectList, ObjectOut, ObjectUpdate, VerticesIn, VerticesResult, WRITE_REFUSALS)
 from ...queries.results import object_json
 from ...store.store import SceneNotFound, SceneStore
 from ...queries.uploads import describe, read_upload
@@ -92,7 +92,7 @@ def _mesh_addition(body: MeshObjectCreate):
 
 @router.post("/scenes/{scene_id}/objects", status_code=201, response_model=ObjectList,
              responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
-                        422: {"model": ErrorOut}},
+                        422: {"model": ErrorOut}, **WRITE_REFUSALS},
              openapi_extra=body_doc(ObjectCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["object"]))
 async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep):
     """Add objects: every node of an uploaded file (multipart ``file``, optional ``transform``),
@@ -156,7 +156,7 @@ def path_object_id(request: Request) -> int:
 
 
 @direct_router.patch("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,
-                     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+                     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}, **WRITE_REFUSALS},
                      openapi_extra=body_doc(ObjectUpdate, examples=EXAMPLES["update"],
                                             path_parameters=("scene_id", ("object_id", OBJECT_ID_SCHEMA))))
 async def update_object(request: Request):
@@ -171,7 +171,8 @@ async def update_object(request: Request):
     return JSONBytes(await editing.single_update(store, stored.id, object_id, body))
 
 
-@router.delete("/scenes/{scene_id}/objects/{object_id}", status_code=204, responses={404: {"model": ErrorOut}})
+@router.delete("/scenes/{scene_id}/objects/{object_id}", status_code=204,
+               responses={404: {"model": ErrorOut}, **WRITE_REFUSALS})
 async def delete_object(scene_object: SceneObjectDep, store: SceneStoreDep):
     """Remove an object (its id is never reused)."""
     await editing.remove_object(store, scene_object.stored.id, scene_object.id)
@@ -180,7 +181,7 @@ async def delete_object(scene_object: SceneObjectDep, store: SceneStoreDep):
 
 @router.patch("/scenes/{scene_id}/objects", response_model=ObjectBatchResult,
               responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
-                         422: {"model": ErrorOut}},
+                         422: {"model": ErrorOut}, **WRITE_REFUSALS},
               openapi_extra=body_doc(ObjectBatch, binary=editing.BINARY_BATCH, examples=EXAMPLES["batch_update"]))
 async def update_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep):
     """Change many objects at once, all or nothing: one edit, one journal record, one change for
@@ -197,7 +198,7 @@ async def update_objects(stored: StoredSceneDep, request: Request, store: SceneS
 
 @router.put("/scenes/{scene_id}/meshes/{mesh_id}/vertices", response_model=VerticesResult,
             responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
-                       422: {"model": ErrorOut}},
+                       422: {"model": ErrorOut}, **WRITE_REFUSALS},
             openapi_extra=body_doc(VerticesIn, binary=editing.BINARY_VERTICES, examples=EXAMPLES["vertices"]))
 async def replace_vertices(scene_mesh: SceneMeshDep, request: Request, store: SceneStoreDep):
     """Move a mesh's vertices (same count, same faces): its tree is refitted, every object that shows

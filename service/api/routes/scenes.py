@@ -14,7 +14,7 @@ from ..deps import ReadyStoreDep, StoredSceneDep
 from ..errors import ClientError, client_errors
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
-from ..schemas import ErrorOut, SceneCreate, SceneList, SceneOut
+from ..schemas import DISK_FULL, READ_ONLY, ErrorOut, SceneCreate, SceneList, SceneOut
 from ...queries.results import scene_json, scene_summary_json
 from ...store.store import SceneNotFound, SceneStore
 from ...queries.uploads import MeshFile, describe, read_upload
@@ -54,7 +54,7 @@ def _create_from_meshes(store: SceneStore, body: SceneCreate):
 
 
 @router.post("/scenes", status_code=201, response_model=SceneOut,
-             responses={413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+             responses={413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}, **DISK_FULL},
              openapi_extra=body_doc(SceneCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["scene"]))
 async def create_scene(request: Request, store: ReadyStoreDep):
     """Create a scene from an uploaded file (multipart ``file``, optional ``name``) or from
@@ -89,7 +89,7 @@ async def get_scene(stored: StoredSceneDep):
     return JSONBytes(scene_json(stored))
 
 
-@router.delete("/scenes/{scene_id}", status_code=204, responses={404: {"model": ErrorOut}})
+@router.delete("/scenes/{scene_id}", status_code=204, responses={404: {"model": ErrorOut}, **READ_ONLY})
 async def delete_scene(scene_id: str, store: ReadyStoreDep):
     """Delete a scene, from memory and disk."""
     try:

@@ -32,6 +32,6 @@ from .cameras import (CAMERA_TAGS, MAX_SAMPLES, POLYGON_DOC, CameraPickOptions, 
 from .proximity import (BoxRegion, CapsuleRegion, ClosestRequest, ClosestResult, ContainsRequest, ContainsResult,
                         ConvexRegion, OrientedBoxRegion, OverlapRequest, ProximityOptions, Region, SphereCastRequest,
                         SphereCastResult, SphereRegion)
-from .service import ErrorOut, Health, Readiness
+from .service import DISK_FULL, READ_ONLY, WRITE_REFUSALS, ErrorOut, Health, Readiness
 from .live import (AuthMessage, BatchOptionsAnswer, BatchOptionsMessage, BatchOptionsOut, EditAnswer, EditMessage,
                    ErrorMessage, EventMessage, HelloMessage, MessageId, PickAnswer, PickMessage, ResyncMessage)

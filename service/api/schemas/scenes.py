@@ -1,6 +1,6 @@
 """``/scenes``: creating, listing and reading scenes."""
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -38,6 +38,12 @@ class SceneCreate(RequestModel):
 
 # ------------------------------------------------------------------ responses
 
+SceneState = Literal["ok", "damaged"]
+STATE_DOC = ("``damaged``: its journal is damaged (found when it was opened); it is served read-only with the "
+             "edits before the damage, and every write is refused with 409 until an operator repairs it")
+REASON_DOC = "for a damaged scene, where and how its journal is damaged (the file, the byte offset, the records after)"
+
+
 class SceneOut(BaseModel):
     """A scene with its objects."""
 
@@ -48,6 +54,8 @@ class SceneOut(BaseModel):
     triangles: int = Field(description="triangles over all live objects, instances counted each")
     bounds: Bounds
     build_ms: float = Field(description="time to read and build the scene when it was created")
+    state: SceneState = Field(description=STATE_DOC)
+    reason: str | None = Field(description=REASON_DOC)
 
 
 class SceneSummary(BaseModel):
@@ -59,6 +67,8 @@ class SceneSummary(BaseModel):
     object_count: int
     triangles: int
     bounds: Bounds
+    state: SceneState = Field(description=STATE_DOC)
+    reason: str | None = Field(description=REASON_DOC)
 
 
 class SceneList(BaseModel):

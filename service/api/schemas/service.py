@@ -36,3 +36,9 @@ class ErrorOut(BaseModel):
     """Every error: what was wrong, in words."""
 
     detail: str
+
+
+#: What a write answers when the store refuses it (``service.api.errors.store_refusal``).
+DISK_FULL = {507: {"model": ErrorOut, "description": "The disk of the scene store is full: nothing was changed."}}
+READ_ONLY = {409: {"model": ErrorOut, "description": "The scene is damaged and read-only: nothing was changed."}}
+WRITE_REFUSALS = {**READ_ONLY, **DISK_FULL}
