@@ -514,7 +514,7 @@ class MeshBVH:
             "min", "max"}``, ``{"kind": "obb", "center", "axes" (3, 3)
             orthonormal rows, "half_size"}``, ``{"kind": "capsule", "a", "b",
             "radius"}`` or ``{"kind": "convex", "planes" (P, 4)}``, inside
-            where ``n . x + d >= 0`` (see :func:`bvh.overlap.shape_record`).
+            where ``n . x + d >= 0`` (see :func:`bvh.queries.overlap.shape_record`).
 
         Returns
         -------

@@ -49,7 +49,7 @@ def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None 
     """Open the saved scenes and warm the pick path, then mark the store ready.
 
     With ``warm_up``, the kernels of the pick path (uploads, single, batch
-    and camera picks: :func:`service.warmup.stages`) are compiled, or loaded
+    and camera picks: :func:`service.ops.warmup.stages`) are compiled, or loaded
     from numba's cache, before ``/ready`` turns 200, with a log line per step;
     the rest (occlusion, every-hit picks, selections, edits) then compiles on
     a background thread, which logs when it is done. A request that needs a

@@ -1,4 +1,4 @@
-"""service.views.ObjectTable: the object table an edit makes in time that grows with the edit."""
+"""service.store.views.ObjectTable: the object table an edit makes in time that grows with the edit."""
 
 import numpy as np
 

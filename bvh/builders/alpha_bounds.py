@@ -339,7 +339,7 @@ def tight_nodes(pack) -> np.ndarray:
 
     Parameters
     ----------
-    pack : bvh.mesh_pack.MeshPack
+    pack : bvh.scene.mesh_pack.MeshPack
 
     Returns
     -------
@@ -394,7 +394,7 @@ def build_boxes(tris: np.ndarray, face_index: np.ndarray, faces: np.ndarray, fac
     face_index : (T,) int32
         Face of each row.
     faces, face_material : (F, 13) float32, (F,) int32
-        The mesh's alpha face rows (``bvh.materials.PackedAlpha``).
+        The mesh's alpha face rows (``bvh.io.materials.PackedAlpha``).
 
     Returns
     -------

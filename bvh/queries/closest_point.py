@@ -2,7 +2,7 @@
 
 A point query walks the same four-wide trees as a ray (:mod:`bvh.walk.traversal`),
 with another bound: children are keyed by their squared distance from the
-point (:func:`bvh.traversal.visit_point`) and visited nearest first, and a
+point (:func:`bvh.walk.traversal.visit_point`) and visited nearest first, and a
 child farther than the nearest surface found so far is pruned (branch and
 bound). The leaf test is the point/triangle region test of Ericson
 (*Real-Time Collision Detection*, 2005, §5.1.5) in float64, on the exact
@@ -401,7 +401,7 @@ def mesh_closest_points(nodes, links, tris, offset, points, limit, order, rows, 
     ``nodes``, ``links``, ``tris`` are the flat arrays of the mesh's tree,
     ``offset`` its centring offset; ``limit`` the squared search radius
     (finite); ``order`` the order in which to answer the points
-    (``bvh.point_order.coherent_order``), each answer bounding the next
+    (``bvh.queries.point_order.coherent_order``), each answer bounding the next
     one's search. Writes per point (in the points' own order) the packed
     triangle row (-1: nothing within the limit), squared distance,
     barycentrics and the nearest point.
@@ -448,7 +448,7 @@ def scene_closest_points_serial(scene, points, limit, order, objects, rows, d2, 
 @jit_parallel
 def scene_closest_points(scene, points, limit, order, objects, rows, d2, u, v, nearest, normal):
     """Nearest surface point of each of N world points in a scene
-    (``scene`` a ``bvh.scene_kernels.SceneArrays``), answered in ``order``
+    (``scene`` a ``bvh.queries.scene_rays.SceneArrays``), answered in ``order``
     as :func:`mesh_closest_points` does. Writes per point the object (-1:
     nothing within ``limit``, a squared world distance), the packed triangle
     row (-1 for a shape), squared distance, barycentrics, the world point

@@ -79,7 +79,7 @@ def interpolate(pack, inverse: np.ndarray, objects: np.ndarray, meshes: np.ndarr
 
     Parameters
     ----------
-    pack : bvh.mesh_pack.MeshPack
+    pack : bvh.scene.mesh_pack.MeshPack
         The scene's meshes: ``faces``, ``face_start``, ``vertex_start``,
         ``normals``, ``has_normals``, ``uvs``, ``has_uvs``.
     inverse : (O, 3, 4) float64

@@ -47,7 +47,7 @@ normal ``n`` at the hit point ``h``, turned to face the ray):
 The bound
 ---------
 A node's box is grown by the tolerance reached at the far end of the search,
-as the sphere cast grows it by its radius (:func:`bvh.traversal.visit_swept`):
+as the sphere cast grows it by its radius (:func:`bvh.walk.traversal.visit_swept`):
 if a primitive in the box has its closest approach at ``t*`` within
 ``tol(t*)``, the ray's point ``o + t* d`` lies within ``tol(t*)`` of the
 box, hence in the box grown by any radius ``>= tol(t*)`` on every side. The
@@ -62,7 +62,7 @@ to the nearer of the nearest surface hit and the nearest line or point hit
 line or point hit (a line far behind a grazed floor may still lie on it).
 
 The walk is the one walk of every scene query
-(:func:`bvh.traversal.make_instance_walk`), with a setup that tells each
+(:func:`bvh.walk.traversal.make_instance_walk`), with a setup that tells each
 tree's kind, this module's bound and leaf tests; the triangle and shape
 leaves are the closest-hit kernel's own (:mod:`bvh.queries.scene_rays`).
 """
@@ -107,7 +107,7 @@ LP_RECORD = 10
 
 
 class LinePointArrays(NamedTuple):
-    """What the pick kernel takes besides a ``bvh.scene_kernels.SceneArrays``
+    """What the pick kernel takes besides a ``bvh.queries.scene_rays.SceneArrays``
     (``Scene._snapshot``), for ``O`` objects, ``K`` meshes, ``G`` sets.
 
     Attributes
@@ -559,13 +559,13 @@ def pick_parallel(scene, lp, alpha, origins, directions, tolerances, box, tmin, 
                   distance):
     """Closest hit of each ray among triangles, shapes, segments and points.
 
-    ``scene`` is a ``bvh.scene_kernels.SceneArrays``, ``lp`` a
+    ``scene`` is a ``bvh.queries.scene_rays.SceneArrays``, ``lp`` a
     :class:`LinePointArrays`, ``alpha`` the alpha test's tuple
     (``Scene._snapshot().alpha``: transparent texels let rays through to
     what is behind, as in the closest-hit kernel); ``tolerances (N, 4)`` each ray's line
     tolerance, line slope, point tolerance and point slope; ``box (6,)`` the
     scene's world box (for ``t_cap``); ``tmax`` finite. Writes what
-    ``bvh.scene_kernels.closest_hits_parallel`` writes, and per ray the kind
+    ``bvh.queries.scene_rays.closest_hits_parallel`` writes, and per ray the kind
     of primitive (``MISS`` .. ``POINT``), the set, the segment and its ``s``,
     the point, and the distance of closest approach (0 for a surface).
     """

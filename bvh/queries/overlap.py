@@ -16,7 +16,7 @@ leave zero-area faces out (they are never hit, see
 them.
 
 Instances: the solid is given in the world. Half-spaces map exactly into an
-object's space (the map of :func:`bvh.frustum.planes_to_object_space`), so
+object's space (the map of :func:`bvh.queries.frustum.planes_to_object_space`), so
 boxes and convex regions are tested in object space, exactly, on the tree's
 own triangles. A sphere or capsule becomes an ellipsoid or an "ellipsoidal
 capsule" under a non-uniform scale or a shear: its object-space bound is the
@@ -204,7 +204,7 @@ def _local_record(world, inverse, o, c):
     ``scale`` its bound ``1 / sigma_max^2``).
 
     Half-spaces: ``n . (F x + t) + d >= 0`` is ``(F^T n) . x + (n . t + d)
-    >= 0`` (:func:`bvh.frustum.planes_to_object_space`). Round: the ends mapped, the bound
+    >= 0`` (:func:`bvh.queries.frustum.planes_to_object_space`). Round: the ends mapped, the bound
     radius ``r sigma_max`` (with a margin far above rounding); the exact test
     stays in the world."""
     scale = c[POINT_SCALE]
@@ -315,7 +315,7 @@ def visit_overlap(nodes, links, consts, tmin, tmax, node, sp, stack_first, stack
     in the tree's space): go to the first child that may touch the solid and
     push the others, key 0.0 (the walk's ``tmax`` is 1.0, so every pushed
     child is visited). Returns ``(sp, first, count, found)`` as
-    :func:`bvh.traversal.visit_node` does."""
+    :func:`bvh.walk.traversal.visit_node` does."""
     record = consts[SOLID]
     kind = record[Q_KIND]
     base = node * ROW
@@ -437,7 +437,7 @@ def _scene_mesh_leaf(tris, first, count, consts, tmin, tmax, ray, out, obj):
 def _shape_overlaps(kind, shape_data, start, consts, world, scratch):
     """Whether the query meets shape object's surface: 1 yes, 0 no, -1 a
     polygon whose outline is not convex (refused by the caller). Out of
-    line, as :func:`bvh.closest_point._shape_nearest` is, for compile time."""
+    line, as :func:`bvh.queries.closest_point._shape_nearest` is, for compile time."""
     local = consts[SOLID]
     if kind == SPHERE:
         radius = shape_data[start]
@@ -527,7 +527,7 @@ def mesh_overlap(nodes, links, tris, record, rows, state):
 @jit
 def scene_overlap(scene, query, world, rows, objects, state):
     """``(row, object)`` pairs of a scene (``scene`` a
-    ``bvh.scene_kernels.SceneArrays``) that touch the solid of the world
+    ``bvh.queries.scene_rays.SceneArrays``) that touch the solid of the world
     record ``world``: packed triangle rows of mesh objects, -1 for a shape
     object met. ``query (1, 3, K)`` is the record thrice, where the walk
     reads a query's six values (``origins[0, :3]``, ``directions[0, :3]``).

@@ -1,6 +1,6 @@
 """Batch query kernels over a two-level scene: closest hit, any hit, all hits.
 
-Every query walks the scene with :func:`bvh.traversal.make_instance_step`:
+Every query walks the scene with :func:`bvh.walk.traversal.make_instance_step`:
 the top level's four-wide tree over the objects' world boxes, and below each
 mesh object its mesh's four-wide tree, on one stack, with the ray in the
 object's space (the mesh's float32 centring offset folded into the object's
@@ -91,9 +91,9 @@ MERGE_FRACTION = 1.0e-9
 # ------------------------------------------------------------------ leaf tests
 #
 # ``out`` of the closest-hit tests: ``(hit, cull, alpha)``, the ray's hit record
-# (``bvh.leaf_tests.HIT_*``: t, u, v, packed triangle row or -1 for a shape,
+# (``bvh.queries.ray_triangle.HIT_*``: t, u, v, packed triangle row or -1 for a shape,
 # object, a shape's object-space normal), the culling flag and the query's
-# ``bvh.alpha.ALPHA_FIELDS`` tuple; every query's ``out`` ends with the latter, which
+# ``bvh.queries.alpha.ALPHA_FIELDS`` tuple; every query's ``out`` ends with the latter, which
 # the mesh leaves' alpha test reads (shapes have no texture).
 
 

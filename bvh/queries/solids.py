@@ -241,7 +241,7 @@ def triangle_overlaps(record, ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, scratch)
 def make_scratch(record):
     """Scratch of the convex test for a record of ``P`` planes: the corners
     ``(3, 3)``, the face ``(1, 3)`` and the clipping buffers of
-    :func:`bvh.frustum.triangles_in_frustum`."""
+    :func:`bvh.queries.frustum.triangles_in_frustum`."""
     count = int(record[Q_COUNT]) if record[Q_KIND] == Q_CONVEX else 0
     face = np.zeros((1, 3), np.int64)
     face[0, 1] = 1

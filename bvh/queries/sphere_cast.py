@@ -3,7 +3,7 @@ tests and batch kernels.
 
 A cast walks the same four-wide trees as a ray (:mod:`bvh.walk.traversal`), with
 another bound: each child's box grown by the radius
-(:func:`bvh.traversal.visit_swept`), which holds the box's Minkowski sum with
+(:func:`bvh.walk.traversal.visit_swept`), which holds the box's Minkowski sum with
 the sphere. The leaf test is the swept sphere against a triangle (Ericson,
 *Real-Time Collision Detection*, 2005, §5.5.7, and the capsule and sphere
 tests of §5.3.2 and §5.3.7), in float64 on the exact float64 edges of the
@@ -739,7 +739,7 @@ def scene_sphere_casts_serial(scene, origins, directions, radius, tmin, tmax, ob
 def scene_sphere_casts(scene, origins, directions, radius, tmin, tmax, objects, rows, t, u, v, point, centre,
                        normal):
     """First contact of each of N swept spheres in a scene (``scene`` a
-    ``bvh.scene_kernels.SceneArrays``). Writes per cast the object (-1: no
+    ``bvh.queries.scene_rays.SceneArrays``). Writes per cast the object (-1: no
     contact), the packed triangle row (-1 for a shape), and what
     :func:`mesh_sphere_casts` writes, in the world."""
     n = origins.shape[0]

@@ -22,7 +22,7 @@ triangles about ``c``; Barill take ``beta = 2``, and so do we. Far children
 add their dipole term and are not entered; near ones are; leaves add the
 exact solid angle of each triangle (Van Oosterom and Strackee, "The Solid
 Angle of a Plane Triangle", 1983) in float64 from the exact edges of the
-float32 triangles (:func:`bvh.leaf_tests.triangle_edges`). This is the one
+float32 triangles (:func:`bvh.queries.ray_triangle.triangle_edges`). This is the one
 walk of every query (:mod:`bvh.walk.traversal`) with a new bound
 (:func:`visit_winding`, which adds the far children's terms to the answer
 through the walk's ``out``) and a new leaf test (:func:`winding_leaf`).
@@ -346,7 +346,7 @@ def _visit_dipoles(dipoles, links, stack_first, stack_count, stack_t, omega, ray
     function holds, and cannot drop the counting across this function's
     branches (which children to enter): the same code on arrays ran at
     half the rate (measured: 0.43 against 0.83 M points per CPU second on
-    the bunny, one thread, one pass). :func:`bvh.traversal.visit_node`
+    the bunny, one thread, one pass). :func:`bvh.walk.traversal.visit_node`
     passes addresses to LLVM IR for the same reason.
     """
     base = node * ROW
@@ -371,7 +371,7 @@ def _visit_dipoles(dipoles, links, stack_first, stack_count, stack_t, omega, ray
 
 @jit_inline
 def visit_winding(nodes, links, consts, tmin, tmax, node, sp, stack_first, stack_count, stack_t, ray, out):
-    """The bound of the winding number's walk (:func:`bvh.traversal.make_step`):
+    """The bound of the winding number's walk (:func:`bvh.walk.traversal.make_step`):
     each used child of row ``node`` is far (its centre farther than ``beta``
     radii from the point), and adds its dipole's solid angle to
     ``omega[ray]``, or near, and is entered. ``out = (dipoles, omega)``:
@@ -544,7 +544,7 @@ def scene_contains_serial(scene, dipoles, points, omega, wraps, objects):
 def scene_contains(scene, dipoles, points, omega, wraps, objects):
     """Which object of a scene holds each of N world points.
 
-    ``scene`` is a ``bvh.scene_kernels.SceneArrays``, ``dipoles`` the
+    ``scene`` is a ``bvh.queries.scene_rays.SceneArrays``, ``dipoles`` the
     :func:`fill_dipoles` data of its packed trees. Only objects whose world
     box holds the point are evaluated, each in its own space (an affine map
     keeps inside and outside; a mirror turns the surface inside out in the

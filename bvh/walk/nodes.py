@@ -1,6 +1,6 @@
 """The node layout every kernel traverses: four-wide nodes.
 
-A builder's binary tree (:class:`bvh.tree.Tree`) is collapsed into nodes of up
+A builder's binary tree (:class:`bvh.builders.tree.Tree`) is collapsed into nodes of up
 to four children (Wald, Benthin and Boulos, "Getting Rid of Packets", 2008;
 Dammertz et al., "Shallow Bounding Volume Hierarchies for Fast SIMD Ray
 Tracing of Incoherent Rays", 2008): a node keeps absorbing the children of its
@@ -78,7 +78,7 @@ def _half_area(boxes, node):
 @jit
 def _collapse(boxes, first, count, wide, wide_links):
     """Fill ``wide`` from the binary tree ``(boxes, first, count)`` (a
-    :class:`bvh.tree.Tree`'s, boxes rounded to float32); returns the rows used.
+    :class:`bvh.builders.tree.Tree`'s, boxes rounded to float32); returns the rows used.
 
     Work is depth first (a stack of binary node and wide row to fill), so a
     subtree's wide nodes are contiguous and a ray descending it stays near

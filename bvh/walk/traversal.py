@@ -55,7 +55,7 @@ _stack_t = frame_array(STACK_SIZE, np.float64)
 @jit_inline
 def new_stack():
     """One ray's traversal scratch: ``(first, count, t)`` of ``STACK_SIZE``
-    entries, in the calling kernel's frame (:func:`bvh.borrow.frame_array`):
+    entries, in the calling kernel's frame (:func:`bvh.walk.borrow.frame_array`):
     handed to the walk on every ray, a heap array would have its references
     counted each time."""
     return _stack_first(), _stack_count(), _stack_t()

@@ -50,7 +50,7 @@ import numpy as np
 #: More rays than ``bvh._jit.SERIAL_BATCH``: the parallel kernels run.
 MANY = 300
 
-#: More objects than ``bvh.frustum.BLOCK``: the parallel box test of a selection runs.
+#: More objects than ``bvh.queries.frustum.BLOCK``: the parallel box test of a selection runs.
 CROWD = 2100
 
 #: The step of the pick path a second process compiles on a cold cache
@@ -229,7 +229,7 @@ def _proximity(scene, rng: np.random.Generator) -> None:
 
 
 def _crowd():
-    """More than ``bvh.frustum.BLOCK`` one-triangle objects."""
+    """More than ``bvh.queries.frustum.BLOCK`` one-triangle objects."""
     import bvh
 
     crowd = bvh.Scene()

@@ -10,7 +10,7 @@ botocore. Endpoint and credentials come from the standard environment
 
 Transient failures (a refused connection while the server restarts, a
 timeout, a 5xx) are retried here with exponential backoff for at most
-``timeout`` seconds, then raised as :class:`service.errors.StoreUnavailable`
+``timeout`` seconds, then raised as :class:`service.api.errors.StoreUnavailable`
 (503 with ``Retry-After``). obstore's own retries are off, so that this
 module knows when a request was sent again: a conditional create whose
 answer was lost and that is sent again meets its own object, which is

@@ -64,7 +64,7 @@ class BatchPickRequest(PickOptions):
         return self
 
 
-#: The binary batch answers' record layouts (``service.picking.RECORD_LAYOUTS``): ``surface``, 32
+#: The binary batch answers' record layouts (``service.queries.picking.RECORD_LAYOUTS``): ``surface``, 32
 #: bytes a ray; ``primitive``, 44 bytes, with what was hit.
 RecordLayout = Literal["surface", "primitive"]
 
