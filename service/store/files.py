@@ -1,4 +1,4 @@
-"""Small file-system tools of the store: atomic JSON, advisory locks, the change token, process checks."""
+"""Small file-system tools of the store: atomic files, advisory locks, the change token, process checks."""
 
 import contextlib
 import json
@@ -29,12 +29,13 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def write_json_atomically(path: Path, content: dict) -> None:
-    """Write ``path`` so that a crash leaves either the old file or the new one."""
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``path`` so that a crash leaves either the old file or the new one; on a full disk
+    what was written of the new file goes and the old one stays."""
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(temporary, "wb") as stream:
-            stream.write(json.dumps(content, indent=1).encode())
+            stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
@@ -43,6 +44,11 @@ def write_json_atomically(path: Path, content: dict) -> None:
             os.unlink(temporary)
         raise
     fsync_directory(path.parent)
+
+
+def write_json_atomically(path: Path, content: dict) -> None:
+    """Write ``content`` as JSON to ``path`` (:func:`write_atomically`)."""
+    write_atomically(path, json.dumps(content, indent=1).encode())
 
 
 @contextlib.contextmanager

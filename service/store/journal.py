@@ -25,17 +25,16 @@ that breaks a journal is damage (:mod:`service.store.integrity`): the scene
 is then opened read-only and its journal left as it is.
 """
 
-import contextlib
 import os
 import struct
-import threading
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import orjson
 
-from bvh.io.persistence import fsync_directory
+from .files import write_atomically
 
 JOURNAL_FILE = "journal"
 
@@ -151,16 +150,4 @@ def read_file(path: str, offset: int = 0) -> tuple[list[Record], int, int, int]:
 
 def write_new(path: str, records: list[bytes]) -> None:
     """Replace the journal at ``path`` by a file of ``records`` (the base first), atomically."""
-    temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        with open(temporary, "wb") as stream:
-            stream.write(b"".join(records))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        # A full disk: what was written of the new file goes; the old one stays.
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    fsync_directory(os.path.dirname(path))
+    write_atomically(Path(path), b"".join(records))
