@@ -16,12 +16,18 @@ class SceneNotFound(LookupError):
 
 
 class SceneDamaged(SceneNotFound):
-    """A scene directory that cannot be read (logged; answered like an unknown scene)."""
+    """A scene directory that cannot be read (logged once per scene and reason; answered like an
+    unknown scene)."""
+
+    #: (scene id, reason) pairs already logged: every lookup of a refused scene finds it again.
+    logged: set = set()
 
     def __init__(self, scene_id: str, reason: str):
         LookupError.__init__(self, f"no scene {scene_id!r}: its saved directory is damaged")
         self.reason = reason
-        log.error("skipping damaged scene directory %s: %s", scene_id, reason)
+        if (scene_id, reason) not in SceneDamaged.logged:
+            SceneDamaged.logged.add((scene_id, reason))
+            log.error("skipping damaged scene directory %s: %s", scene_id, reason)
 
 
 class SceneReadOnly(Exception):
