@@ -7,9 +7,8 @@ The scene: four sphere meshes of 80 to 320 triangles, instanced on a grid of
 ten storeys (a building, a plant), each turned about the vertical and scaled
 by 0.5-1.2. What is measured, on one thread unless said:
 
-- ``place``: the objects placed (``Scene.add_instances``; a loop of
-  ``add_instance`` where the scene has no array API) and ``ready``: the first
-  pick after them, which builds the top level;
+- ``place``: the objects placed (one ``Scene.add_instances``) and
+  ``ready``: the first pick after them, which builds the top level;
 - ``rays/s``: closest hits of ``random_pick_rays`` aimed at the scene's box,
   one thread and all threads;
 - ``drag``: ``--moves`` single moves each followed by a one-ray pick at the
@@ -79,10 +78,8 @@ def grid_layout(count: int, seed: int = 38) -> tuple[np.ndarray, np.ndarray]:
 
 
 def place(scene, mesh_ids: np.ndarray, transforms: np.ndarray) -> np.ndarray:
-    """Object ids of the placed objects, by the array API where the scene has one."""
-    if hasattr(scene, "add_instances"):
-        return np.asarray(scene.add_instances(mesh_ids, transforms))
-    return np.array([scene.add_instance(int(m), t) for m, t in zip(mesh_ids, transforms)])
+    """Object ids of the placed objects: one ``Scene.add_instances``."""
+    return scene.add_instances(mesh_ids, transforms)
 
 
 def percentile_ms(samples: list[float], q: float) -> float:
