@@ -113,13 +113,25 @@ def embree_instanced(program: str, directory: str, mesh, transforms: np.ndarray,
     """Embree's closest-hit rates, one thread, on the bare mesh and on its
     instances under ``transforms`` (Embree's own two-level instancing), on
     the same rays as ours: ``{"bare": (best, median, hit fraction),
-    "instances": (...)}`` in rays/s."""
+    "instances": (...), "build": (seconds,)}`` in rays/s."""
+    return embree_instanced_meshes(program, directory, [(mesh.vertices, mesh.faces)],
+                                   np.zeros(len(transforms), np.int64), transforms, scene_rays, repeat, mesh_rays)
+
+
+def embree_instanced_meshes(program: str, directory: str, meshes, mesh_of: np.ndarray, transforms: np.ndarray,
+                            scene_rays, repeat: int, mesh_rays=None) -> dict:
+    """As :func:`embree_instanced` for instances of several ``meshes``
+    (``[(vertices, faces), ...]``), instance ``i`` showing ``meshes[mesh_of[i]]``;
+    ``mesh_rays`` (rays at the first mesh alone) default to the scene's rays."""
+    mesh_rays = scene_rays if mesh_rays is None else mesh_rays
     path = os.path.join(directory, "input.bin")
     with open(path, "wb") as out:
-        out.write(np.array([len(mesh.vertices), len(mesh.faces), len(transforms), len(mesh_rays[0])],
-                           "<u4").tobytes())
-        out.write(np.ascontiguousarray(mesh.vertices, "<f4").tobytes())
-        out.write(np.ascontiguousarray(mesh.faces, "<u4").tobytes())
+        out.write(np.array([len(meshes), len(transforms), len(scene_rays[0])], "<u4").tobytes())
+        for vertices, faces in meshes:
+            out.write(np.array([len(vertices), len(faces)], "<u4").tobytes())
+            out.write(np.ascontiguousarray(vertices, "<f4").tobytes())
+            out.write(np.ascontiguousarray(faces, "<u4").tobytes())
+        out.write(np.ascontiguousarray(mesh_of, "<u4").tobytes())
         out.write(np.ascontiguousarray(transforms[:, :3, :4], "<f4").tobytes())
         for origins, directions in (mesh_rays, scene_rays):
             out.write(np.ascontiguousarray(np.hstack([origins, directions]), "<f4").tobytes())

@@ -9,6 +9,7 @@ per-call cost was most of a one-ray pick.
 """
 
 import json
+from typing import NamedTuple
 
 import numpy as np
 
@@ -62,13 +63,7 @@ def check_transform_batch(object_ids, transforms) -> tuple[np.ndarray, np.ndarra
     ``Scene.set_transforms``' arguments, their shapes and types checked, the
     matrices a copy (``(K, 3, 4)`` rows completed by ``0 0 0 1``); their
     values are checked by :func:`matrix_problems`."""
-    try:
-        ids = np.asarray(object_ids)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"object_ids must be a list of integer object ids: {error}") from None
-    if ids.ndim != 1 or (ids.size and (ids.dtype == bool or ids.dtype.kind not in "iu")):
-        raise ValueError(f"object_ids must be a 1-D list of integer object ids, got shape {ids.shape} "
-                         f"of {ids.dtype}")
+    ids = check_id_array("object_ids", object_ids)
     count = ids.shape[0]
     matrices = real_array("transforms", transforms).astype(np.float64)
     if count == 0 and matrices.size == 0:
@@ -78,22 +73,181 @@ def check_transform_batch(object_ids, transforms) -> tuple[np.ndarray, np.ndarra
                          f"object id, got {matrices.shape}")
     if matrices.shape[1] == 3:
         matrices = np.concatenate([matrices, np.broadcast_to([0.0, 0.0, 0.0, 1.0], (count, 1, 4))], axis=1)
+    return ids, matrices
+
+
+def check_id_array(name: str, object_ids) -> np.ndarray:
+    """(K,) int64: the object ids ``name`` of ``Scene.set_transforms`` or
+    ``Scene.remove_many``, their shape and type checked (-1 for an unsigned
+    id beyond int64, no object either); whether they are objects is the
+    table's to say."""
+    try:
+        ids = np.asarray(object_ids)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be a list of integer object ids: {error}") from None
+    if ids.ndim != 1 or (ids.size and (ids.dtype == bool or ids.dtype.kind not in "iu")):
+        raise ValueError(f"{name} must be a 1-D list of integer object ids, got shape {ids.shape} "
+                         f"of {ids.dtype}")
     if ids.dtype.kind == "u":
         # Beyond int64 is no object either; -1 says so without wrapping around.
         ids = np.where(ids > np.iinfo(np.int64).max, -1, ids.astype(np.int64, casting="unsafe"))
-    return ids.astype(np.int64), matrices
+    return ids.astype(np.int64)
 
 
 def matrix_problems(matrices: np.ndarray) -> np.ndarray:
     """(K,) bool: which of ``matrices (K, 4, 4)`` :func:`check_transform`
     refuses (NaN or infinity, last row not ``0 0 0 1``, singular or
-    ill-conditioned), by the same tests, vectorised."""
+    ill-conditioned), by the same tests, vectorised.
+
+    The SVD runs only on the matrices :func:`clearly_invertible` leaves
+    undecided (at a million matrices it took seconds; the bound, a few
+    passes over the array)."""
     finite = np.isfinite(matrices).all(axis=(1, 2))
-    safe = np.where(finite[:, None, None], matrices, np.eye(4))
+    safe = np.where(finite[:, None, None], matrices, np.eye(4)) if not finite.all() else matrices
     not_affine = np.abs(safe[:, 3] - (0.0, 0.0, 0.0, 1.0)).max(axis=1) > 1e-12
-    singular = np.linalg.svd(safe[:, :3, :3], compute_uv=False) if safe.shape[0] else np.ones((0, 3))
-    ill = ~(singular[:, -1] > singular[:, 0] / MAX_CONDITION)
+    undecided = np.flatnonzero(~clearly_invertible(safe[:, :3, :3]))
+    ill = np.zeros(matrices.shape[0], bool)
+    if undecided.size:
+        singular = np.linalg.svd(safe[undecided, :3, :3], compute_uv=False)
+        ill[undecided] = ~(singular[:, -1] > singular[:, 0] / MAX_CONDITION)
     return ~finite | not_affine | ill
+
+
+def clearly_invertible(linear: np.ndarray) -> np.ndarray:
+    """(K,) bool: whether the finite ``linear (K, 3, 3)`` parts pass
+    :data:`MAX_CONDITION` by a bound that needs no SVD, vectorised.
+
+    ``sigma_max <= |A|_F`` and ``sigma_1 sigma_2 sigma_3 = |det A|``, so
+    ``sigma_max / sigma_min <= |A|_F^3 / |det A|``: rotations and scales meet
+    it with a wide margin, and half the limit absorbs the rounding of the
+    determinant (the test ``bvh.builders.placement`` makes of a move, in
+    numpy). False leaves the matrix to the SVD, which decides.
+    """
+    a = linear
+    frobenius = np.einsum("kij,kij->k", a, a)
+    det = (a[:, 0, 0] * (a[:, 1, 1] * a[:, 2, 2] - a[:, 1, 2] * a[:, 2, 1])
+           - a[:, 0, 1] * (a[:, 1, 0] * a[:, 2, 2] - a[:, 1, 2] * a[:, 2, 0])
+           + a[:, 0, 2] * (a[:, 1, 0] * a[:, 2, 1] - a[:, 1, 1] * a[:, 2, 0]))
+    return frobenius * np.sqrt(frobenius) < 0.5 * MAX_CONDITION * np.abs(det)
+
+
+class InstanceArrays(NamedTuple):
+    """``Scene.add_instances``' arguments, checked (:func:`check_instance_arrays`)."""
+
+    #: (N,) int64, or one int for every object (in the scene's range or not: checked with its lock held).
+    mesh_ids: "np.ndarray | int"
+    #: (N, 4, 4) float64, finite, affine (last row exactly ``0 0 0 1``), invertible.
+    transforms: np.ndarray
+    #: N names (str or None), or None for no names.
+    names: list | None
+    #: (N,) uint32 and (N,) bool.
+    masks: np.ndarray
+    pickable: np.ndarray
+
+
+def check_instance_arrays(mesh_ids, transforms, names=None, masks=None, pickable=None) -> InstanceArrays:
+    """``Scene.add_instances``' arguments checked as :meth:`Scene.add_instance`
+    checks one object's, vectorised; a refused entry is named by its index,
+    ``"transforms[3]: transform contains NaN or infinite values"``.
+
+    Raises
+    ------
+    ValueError
+        On arrays of the wrong shape or type, or the first refused entry.
+    """
+    matrices = real_array("transforms", transforms).astype(np.float64)
+    if matrices.ndim != 3 or matrices.shape[1:] not in ((4, 4), (3, 4)):
+        raise ValueError(f"transforms must have shape (N, 4, 4) or (N, 3, 4), one matrix per object, "
+                         f"got {matrices.shape}")
+    count = matrices.shape[0]
+    if matrices.shape[1] == 3:
+        matrices = np.concatenate([matrices, np.broadcast_to([0.0, 0.0, 0.0, 1.0], (count, 1, 4))], axis=1)
+    problems = matrix_problems(matrices)
+    if problems.any():
+        entry = int(np.argmax(problems))
+        try:
+            check_transform(matrices[entry])
+        except ValueError as error:
+            raise ValueError(f"transforms[{entry}]: {error}") from None
+        raise ValueError(f"transforms[{entry}]: transform is not invertible: its 3x3 part is singular")
+    matrices[:, 3] = (0.0, 0.0, 0.0, 1.0)
+    return InstanceArrays(_mesh_ids(mesh_ids, count), matrices, _names(names, count),
+                          _masks(masks, count), _pickable(pickable, count))
+
+
+def check_mesh_range(mesh_ids, mesh_count: int) -> None:
+    """Refuse ``InstanceArrays.mesh_ids`` naming a mesh not among the scene's ``mesh_count``."""
+    if np.ndim(mesh_ids) == 0:
+        if not 0 <= mesh_ids < mesh_count:
+            raise UnknownIdError(f"no mesh {mesh_ids} in this scene")
+        return
+    outside = (mesh_ids < 0) | (mesh_ids >= mesh_count)
+    if outside.any():
+        entry = int(np.argmax(outside))
+        raise UnknownIdError(f"mesh_ids[{entry}]: no mesh {int(mesh_ids[entry])} in this scene")
+
+
+def _mesh_ids(mesh_ids, count: int):
+    array = np.asarray(mesh_ids)
+    if array.ndim == 0 and array.dtype != bool and array.dtype.kind in "iu":
+        # One mesh for every object (unsigned beyond int64: no mesh either).
+        return int(array) if array.dtype.kind == "i" or int(array) <= np.iinfo(np.int64).max else -1
+    if array.ndim != 1 or array.shape[0] != count or (array.size and (array.dtype == bool
+                                                                      or array.dtype.kind not in "iu")):
+        raise ValueError(f"mesh_ids must be one integer mesh id or one per transform ({count}), got shape "
+                         f"{array.shape} of {array.dtype}")
+    if array.dtype.kind == "u":
+        # Beyond int64 is no mesh either; -1 says so without wrapping around.
+        return np.where(array > np.iinfo(np.int64).max, -1, array.astype(np.int64, casting="unsafe"))
+    return array.astype(np.int64)
+
+
+def _names(names, count: int) -> list | None:
+    if names is None:
+        return None
+    if isinstance(names, str):
+        raise ValueError(f"names must be a list of {count} names (str or None), got a string")
+    names = names.tolist() if isinstance(names, np.ndarray) else list(names)
+    if len(names) != count:
+        raise ValueError(f"names must have one name per transform ({count}), got {len(names)}")
+    # A name's type is checked one by one: the one per-object loop of the checks.
+    for entry, name in enumerate(names):
+        if name is not None and type(name) is not str:
+            try:
+                check_name(name)
+            except ValueError as error:
+                raise ValueError(f"names[{entry}]: {error}") from None
+    return names
+
+
+def _masks(masks, count: int) -> np.ndarray:
+    if masks is None:
+        return np.full(count, ALL_BITS, np.uint32)
+    if np.ndim(masks) == 0:
+        return np.full(count, check_mask(masks.item() if isinstance(masks, np.ndarray) else masks), np.uint32)
+    array = np.asarray(masks)
+    if array.ndim != 1 or array.shape[0] != count:
+        raise ValueError(f"masks must be one mask or one per transform ({count}), got shape {array.shape}")
+    bad = np.ones(count, bool) if array.dtype == bool or array.dtype.kind not in "iu" \
+        else (array < 0) | (array > ALL_BITS)
+    if bad.any():
+        entry = int(np.argmax(bad))
+        raise ValueError(f"masks[{entry}]: mask must be an integer in [0, 0xFFFFFFFF], got {array[entry]!r}")
+    return array.astype(np.uint32)
+
+
+def _pickable(pickable, count: int) -> np.ndarray:
+    if pickable is None:
+        return np.ones(count, bool)
+    if np.ndim(pickable) == 0:
+        return np.full(count, check_pickable(pickable.item() if isinstance(pickable, np.ndarray) else pickable),
+                       bool)
+    array = np.asarray(pickable)
+    if array.ndim != 1 or array.shape[0] != count:
+        raise ValueError(f"pickable must be one flag or one per transform ({count}), got shape {array.shape}")
+    if array.dtype != bool and count:
+        raise ValueError(f"pickable[0]: pickable must be true or false, got {array[0]!r}")
+    return array.astype(bool)
 
 
 def check_mask(mask) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 from ..builders.placement import place_moves, transformed_boxes
 from ..shapes import KIND_NAMES, MESH, REMOVED
 from ..validation import MAX_MESH_EXTENT
-from .checks import MAX_CONDITION, UnknownIdError, check_transform, is_index
+from .checks import MAX_CONDITION, InstanceArrays, UnknownIdError, check_mesh_range, check_transform, is_index
 from .mesh_pack import MeshPack
 from .meshes import MeshRegistry
 from .recycling import frozen
@@ -178,10 +178,12 @@ class ObjectTable:
         objects added after the cache was made are meshes, appended here
         with zero lengths."""
         if self._shape_cache is None:
-            lengths = np.array([0 if data is None else data.shape[0] for data in self.shape_data[:self.count]],
-                               np.int64)
+            # Every live object with data is in shape_box: a loop over the shapes, not over the objects.
+            holders = sorted(oid for oid in self.shape_box if self.shape_data[oid] is not None)
+            lengths = np.zeros(self.count, np.int64)
+            lengths[holders] = [self.shape_data[oid].shape[0] for oid in holders]
             starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if lengths.size else lengths
-            parts = [data for data in self.shape_data[:self.count] if data is not None]
+            parts = [self.shape_data[oid] for oid in holders]
             data = np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)
             self._shape_cache = (frozen(starts), frozen(lengths), frozen(data))
         starts, lengths, data = self._shape_cache
@@ -216,16 +218,14 @@ class ObjectTable:
         """
         meshes = np.asarray(meshes, np.int64)
         count = meshes.shape[0]
+        on_mesh = np.flatnonzero(meshes >= 0)
+        if on_mesh.size == count and count:
+            # Instances only (a placement of many): no rows to gather or scatter.
+            return self.placed_instances(pack, meshes, transforms)
         cover = np.empty((count, 2, 3))
         reported = np.empty((count, 2, 3))
-        on_mesh = np.flatnonzero(meshes >= 0)
         if on_mesh.size:
-            used, which = np.unique(meshes[on_mesh], return_inverse=True)
-            node_boxes = pack.mesh_boxes[used] + np.tile(pack.mesh_offset[used], 2)[:, None, :]
-            exact = np.stack([self._meshes.box(pack, int(mesh)) for mesh in used])
-            placed = transforms[on_mesh]
-            cover[on_mesh] = transformed_boxes(placed, node_boxes, which)
-            reported[on_mesh] = reported_bounds(placed, exact[which], cover[on_mesh])
+            cover[on_mesh], reported[on_mesh] = self.placed_instances(pack, meshes[on_mesh], transforms[on_mesh])
         shapes = np.flatnonzero(meshes < 0)
         if shapes.size:
             local = shape_boxes[shapes] if shape_boxes is not None \
@@ -234,6 +234,14 @@ class ObjectTable:
             cover[shapes] = transformed_boxes(placed, local.reshape(-1, 1, 6))
             reported[shapes] = reported_bounds(placed, local, cover[shapes])
         return cover, reported
+
+    def placed_instances(self, pack: MeshPack, meshes: np.ndarray, transforms: np.ndarray) -> tuple:
+        """:meth:`placed_bounds` of instances of meshes ``meshes (K,)`` (ids
+        of ``pack``) under ``transforms (K, 4, 4)``: each mesh's boxes are
+        read where they are, not gathered per object."""
+        node_boxes, exact_boxes = self._meshes.placement_boxes(pack)
+        cover = transformed_boxes(transforms, node_boxes, meshes)
+        return cover, reported_bounds(transforms, exact_boxes, cover, meshes)
 
     def placed_one(self, pack: MeshPack, mesh: int, oid, transform: np.ndarray, shape_box=None):
         """:meth:`placed_bounds` of one object, ``(cover, reported)`` (2, 3);
@@ -272,6 +280,52 @@ class ObjectTable:
         if shape_box is not None:
             self.shape_box[oid] = shape_box
         return oid
+
+    def add_instances(self, pack: MeshPack, checked: InstanceArrays, inverses: np.ndarray) -> np.ndarray:
+        """``Scene.add_instances``: new mesh instances, appended to the
+        columns in one go; returns their ids ``(N,) int64``.
+
+        Parameters
+        ----------
+        pack : MeshPack
+            The committed meshes.
+        checked : InstanceArrays
+            The arguments as :func:`bvh.scene.checks.check_instance_arrays` gives them.
+        inverses : (N, 3, 4) float64
+            :func:`affine_inverses` of ``checked.transforms``.
+
+        Raises
+        ------
+        UnknownIdError, ValueError
+            For the first mesh id not in the scene, then the first object
+            placed beyond float32's range; nothing is added then.
+        """
+        check_mesh_range(checked.mesh_ids, len(self._meshes.names))
+        matrices = checked.transforms
+        n = matrices.shape[0]
+        meshes = np.full(n, checked.mesh_ids, np.int64) if np.ndim(checked.mesh_ids) == 0 else checked.mesh_ids
+        cover, reported = self.placed_instances(pack, meshes, matrices)
+        beyond = out_of_range(cover)
+        if beyond.any():
+            raise ValueError(f"transforms[{int(np.argmax(beyond))}]: {OUT_OF_RANGE}")
+        first = self.count
+        self._reserve(first + n)
+        rows = slice(first, first + n)
+        self.kind[rows] = MESH
+        self.mesh_of[rows] = meshes
+        self.transform[rows] = matrices
+        self.inverse[rows] = inverses
+        self.mask[rows] = checked.masks
+        self.pickable[rows] = checked.pickable
+        self.bounds[rows] = cover
+        self.reported[rows] = reported
+        self.names.extend([None] * n if checked.names is None else checked.names)
+        self.shape_data.extend([None] * n)
+        # A mesh instance's params are an empty dict, never changed: one serves them all.
+        self.params.extend([{}] * n)
+        self.count += n
+        self.live_count += n
+        return np.arange(first, first + n, dtype=np.int64)
 
     def _reserve(self, rows: int) -> None:
         """Room for ``rows`` objects in the columns (doubling, so that adding
@@ -317,12 +371,7 @@ class ObjectTable:
             For the first refused entry: an id that is no live object, an id
             given twice, a refused matrix, a box beyond float32's range.
         """
-        unknown = (ids < 0) | (ids >= self.count)
-        unknown[~unknown] = self.kind[ids[~unknown]] == REMOVED
-        known = np.where(unknown, 0, ids)
-        repeated = np.zeros(ids.shape[0], bool)
-        order = np.argsort(known, kind="stable")
-        repeated[order[1:]] = (known[order[1:]] == known[order[:-1]]) & ~unknown[order[1:]]
+        unknown, repeated = self.refused_ids(ids)
         usable = ~(unknown | repeated | matrix_problem)
         good = np.flatnonzero(usable)
         cover, reported = self.placed_bounds(self._meshes.committed(), self.mesh_or_shape(ids[good]), ids[good],
@@ -362,13 +411,52 @@ class ObjectTable:
         self.bounds[instances], self.reported[instances] = self.placed_bounds(
             pack, self.mesh_of[instances], instances, self.transform[instances])
 
+    def refused_ids(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(unknown, repeated)`` (K,) bool: which of ``ids (K,) int64`` are
+        no live object, and which repeat an earlier entry."""
+        unknown = (ids < 0) | (ids >= self.count)
+        unknown[~unknown] = self.kind[ids[~unknown]] == REMOVED
+        known = np.where(unknown, 0, ids)
+        repeated = np.zeros(ids.shape[0], bool)
+        order = np.argsort(known, kind="stable")
+        repeated[order[1:]] = (known[order[1:]] == known[order[:-1]]) & ~unknown[order[1:]]
+        return unknown, repeated
+
     def remove(self, oid: int) -> None:
-        if self.kind[oid] != MESH:
+        self.remove_rows(np.array([oid]))
+
+    def remove_many(self, ids: np.ndarray) -> None:
+        """``Scene.remove_many``: remove live objects ``ids (K,) int64``, all or nothing.
+
+        Raises
+        ------
+        UnknownIdError, ValueError
+            For the first entry that is no live object, or repeats an
+            earlier one (``"ids[3]: no object 9 in this scene"``); nothing
+            is removed then.
+        """
+        unknown, repeated = self.refused_ids(ids)
+        bad = unknown | repeated
+        if bad.any():
+            entry = int(np.argmax(bad))
+            oid = int(ids[entry])
+            if unknown[entry]:
+                raise UnknownIdError(f"ids[{entry}]: no object {oid} in this scene")
+            earlier = int(np.flatnonzero(ids[:entry] == oid)[0])
+            raise ValueError(f"ids[{entry}]: object {oid} is given twice (also ids[{earlier}])")
+        self.remove_rows(ids)
+
+    def remove_rows(self, ids: np.ndarray) -> None:
+        """Remove live objects ``ids (K,)``, distinct, checked already."""
+        others = ids[self.kind[ids] != MESH]
+        if others.size:
             self._shape_cache = None
-            self.shape_box.pop(oid, None)
-        self.kind[oid] = REMOVED
-        self.shape_data[oid] = None
-        self.live_count -= 1
+            # Shapes, line and point objects: few, each with its own data.
+            for oid in others.tolist():
+                self.shape_box.pop(oid, None)
+                self.shape_data[oid] = None
+        self.kind[ids] = REMOVED
+        self.live_count -= ids.shape[0]
 
     # --------------------------------------------------------------- saving
     def saved(self) -> tuple[dict, list, list, np.ndarray]:
@@ -429,18 +517,22 @@ def out_of_range(cover: np.ndarray) -> np.ndarray:
     return ~(np.abs(cover).max(axis=(1, 2)) < MAX_MESH_EXTENT)
 
 
-def reported_bounds(transforms: np.ndarray, boxes: np.ndarray, cover: np.ndarray) -> np.ndarray:
+def reported_bounds(transforms: np.ndarray, boxes: np.ndarray, cover: np.ndarray,
+                    which: np.ndarray | None = None) -> np.ndarray:
     """(K, 2, 3) world boxes of objects as :class:`ObjectInfo` reports them.
 
     Parameters
     ----------
     transforms : (K, 4, 4) float64
-    boxes : (K, 2, 3) float64
-        The exact object-space boxes (of the mesh's vertices, or the shape's).
+    boxes : (K, 2, 3) or (U, 2, 3) float64
+        The exact object-space boxes (of the mesh's vertices, or the shape's),
+        one per object, or per owner with ``which``.
     cover : (K, 2, 3) float64
         The world boxes the top level uses (``transformed_boxes`` of the
         node boxes): padded by float32 steps, so they read ``-2.8e-45``
         where an object starts at 0.
+    which : (K,) int, optional
+        Whose box each object has (the instances of a mesh share it).
 
     Notes
     -----
@@ -450,8 +542,9 @@ def reported_bounds(transforms: np.ndarray, boxes: np.ndarray, cover: np.ndarray
     than ``cover`` (the box of sixteen turned node boxes): each side takes
     the tighter of the two, both bounds of the object.
     """
-    exact = transformed_boxes(transforms, boxes.reshape(-1, 1, 6))
-    lo = np.maximum(exact[:, 0], cover[:, 0])
-    hi = np.minimum(exact[:, 1], cover[:, 1])
+    exact = transformed_boxes(transforms, boxes.reshape(-1, 1, 6), which)
+    np.maximum(exact[:, 0], cover[:, 0], out=exact[:, 0])
+    np.minimum(exact[:, 1], cover[:, 1], out=exact[:, 1])
     # Adding 0.0 turns a mirrored -0.0 into 0.0.
-    return np.stack([lo, hi], axis=1) + 0.0
+    exact += 0.0
+    return exact

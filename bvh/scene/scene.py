@@ -25,11 +25,11 @@ import numpy as np
 
 from ..shapes import KIND_NAMES, LINES, MESH, POINTS, make_shape
 from . import line_point_pack
-from .checks import (ALL_BITS, UnknownIdError, check_mask, check_name, check_pickable, check_transform,
-                     check_transform_batch, matrix_problems)
+from .checks import (ALL_BITS, UnknownIdError, check_id_array, check_instance_arrays, check_mask, check_name,
+                     check_pickable, check_transform, check_transform_batch, matrix_problems)
 from .line_sets import LineSets
 from .meshes import MeshInfo, MeshRegistry
-from .objects import ObjectInfo, ObjectRows, ObjectTable
+from .objects import ObjectInfo, ObjectRows, ObjectTable, affine_inverses
 from .queries import SceneQueries
 from .saving import SceneSaving
 from .snapshot import Snapshot
@@ -259,6 +259,50 @@ class Scene(SceneQueries, SceneSaving):
             bounds = self._objects.placed_one(self._meshes.committed(), mesh_id, None, transform)
             return self._added(MESH, mesh_id, transform, mask, pickable, name, None, {}, bounds)
 
+    def add_instances(self, mesh_ids, transforms, names=None, masks=None, pickable=None) -> np.ndarray:
+        """Place N mesh instances in one pass, as one change; returns their ids.
+
+        Parameters
+        ----------
+        mesh_ids : int or (N,) int
+            One mesh for every object, or each object's.
+        transforms : (N, 4, 4) or (N, 3, 4) float
+            Object-to-world matrices (or their first three rows), each
+            checked as :meth:`add_instance` checks one.
+        names : N of str or None, optional
+        masks : int or (N,) int, optional
+            In ``[0, 0xFFFFFFFF]``; every bit by default (and pickable, True).
+        pickable : bool or (N,) bool, optional
+
+        Returns
+        -------
+        (N,) int64
+            The new objects' ids, consecutive, in the order given.
+
+        Raises
+        ------
+        UnknownIdError
+            For a mesh id not in the scene, ``"mesh_ids[3]: no mesh 7 in this scene"``.
+        ValueError
+            On arrays of the wrong shape or type, or an entry
+            :meth:`add_instance` refuses, named by its index as in
+            ``"transforms[3]: transform contains NaN or infinite values"``.
+            Nothing is added then.
+
+        Notes
+        -----
+        Vectorised: the objects are those N calls of :meth:`add_instance`
+        make, to the last bit, and the next query builds the top level once.
+        """
+        checked = check_instance_arrays(mesh_ids, transforms, names, masks, pickable)
+        # The slowest part of a big placement needs no lock.
+        inverses = affine_inverses(checked.transforms)
+        with self._lock:
+            ids = self._objects.add_instances(self._meshes.committed(), checked, inverses)
+            if ids.size:
+                self._changed()
+            return ids
+
     def add_shape(self, kind, transform=None, name=None, mask=ALL_BITS, pickable=True, **params) -> int:
         """Place an analytic shape (``sphere``, ``box``, ``quad``, ``polygon``; see
         :mod:`bvh.shapes` for their parameters); returns the new object's id."""
@@ -373,6 +417,21 @@ class Scene(SceneQueries, SceneSaving):
         with self._lock:
             self._objects.remove(self._objects.check_id(object_id))
             self._changed()
+
+    def remove_many(self, ids) -> None:
+        """Remove objects ``ids (K,)`` as one change, all or nothing.
+
+        Raises
+        ------
+        UnknownIdError, ValueError
+            For an id that is no live object, or one given twice, naming
+            the first (``"ids[3]: no object 9 in this scene"``); nothing is removed then.
+        """
+        ids = check_id_array("ids", ids)
+        with self._lock:
+            self._objects.remove_many(ids)
+            if ids.size:
+                self._changed()
 
     @property
     def objects(self) -> list[ObjectInfo]:

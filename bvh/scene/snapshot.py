@@ -196,6 +196,11 @@ def _folded_inverse(pack: MeshPack, kind: np.ndarray, mesh_of: np.ndarray, inver
     float32 centring offset folded into the translation: the kernels take
     object-space rays relative to it."""
     folded = inverse.copy()
-    meshes = np.flatnonzero(kind == MESH)
-    folded[meshes, :, 3] -= pack.mesh_offset[mesh_of[meshes]]
+    on_mesh = kind == MESH
+    if on_mesh.all():
+        # Instances only (a placement of many): no rows to gather or scatter.
+        folded[:, :, 3] -= pack.mesh_offset[mesh_of]
+    else:
+        meshes = np.flatnonzero(on_mesh)
+        folded[meshes, :, 3] -= pack.mesh_offset[mesh_of[meshes]]
     return folded

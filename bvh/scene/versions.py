@@ -151,7 +151,7 @@ class Versions:
         shape_data = shape_data if shape_data.size else np.zeros(1)
         self.builds += 1
         return Snapshot(pack, lp_pack, self._meshes.tight_nodes(pack), table.kind[:n].copy(),
-                        table.mesh_of[:n].copy(), table.transform[:n].copy(), table.inverse[:n].copy(),
+                        table.mesh_of[:n].copy(), table.transform[:n].copy(), table.inverse[:n],
                         table.mask[:n].copy(), table.pickable[:n].copy(), table.bounds[:n].copy(),
                         starts.astype(np.int32), shape_data)
 
