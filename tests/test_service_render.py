@@ -239,7 +239,7 @@ def test_viewer_is_open_while_render_needs_the_key(make_client):
     assert client.get(f"/scenes/{scene_id}/render", headers=good).status_code == 200
     # The page is no door to anything else under /viewer.
     assert client.get("/viewer/other").status_code == 401
-    schema = client.get("/openapi.json").json()
+    schema = client.get("/openapi.json", headers=good).json()
     assert schema["paths"]["/scenes/{scene_id}/render"]["get"]["security"] == [{"bearer": []}]
 
 
