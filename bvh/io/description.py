@@ -167,6 +167,20 @@ def describe(scene, file_type: str, obj_faces, obj_lines=None) -> SceneDescripti
     return description
 
 
+def merge_descriptions(descriptions: list[SceneDescription], file_type: str) -> SceneDescription:
+    """The meshes, sets and instances of several descriptions (an archive's
+    members) as one, in order, read as ``file_type``."""
+    merged = SceneDescription(file_type=file_type)
+    for description in descriptions:
+        meshes, sets = len(merged.meshes), len(merged.sets)
+        merged.meshes.extend(description.meshes)
+        merged.sets.extend(description.sets)
+        merged.instances.extend(instance._replace(mesh=instance.mesh + meshes) for instance in description.instances)
+        merged.set_instances.extend(instance._replace(mesh=instance.mesh + sets)
+                                    for instance in description.set_instances)
+    return merged
+
+
 def _line_point_set(name: str, geometry, label: str) -> SetDescription | None:
     """A trimesh ``PointCloud`` as a point set, a ``Path3D`` as a line set
     (each entity's polyline as consecutive segments; a closed entity, a

@@ -17,7 +17,8 @@ from ..bodies import (JSON, MULTIPART, form_file, form_text, media_type, parse_j
 from ...queries import editing
 from ..bodies import OCTET_STREAM, read_body
 from ...queries.building import add_file_meshes, place_file_instances
-from ..deps import SceneMeshDep, SceneObjectDep, SceneStoreDep, StoredSceneDep, find_scene, scene_in_memory
+from ..deps import (SceneMeshDep, SceneObjectDep, SceneStoreDep, SettingsDep, StoredSceneDep, find_scene,
+                    scene_in_memory)
 from ..direct_route import DirectRoute
 from ...store.edits import Change
 from ..errors import ClientError, client_errors, validation_error
@@ -94,7 +95,7 @@ def _mesh_addition(body: MeshObjectCreate):
              responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
                         422: {"model": ErrorOut}},
              openapi_extra=body_doc(ObjectCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["object"]))
-async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep):
+async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep, settings: SettingsDep):
     """Add objects: every node of an uploaded file (multipart ``file``, optional ``transform``),
     an inline mesh (``vertices``, ``faces``), an instance of an existing mesh (``mesh``), or a
     shape (``shape``). Answers with the new objects."""
@@ -113,7 +114,7 @@ async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStor
                 transform = np.asarray(MATRIX.validate_json(transform_text), np.float64)
             except ValidationError as error:
                 raise ClientError(422, "form field transform: " + validation_error(error).detail) from None
-        description = await run_in_threadpool(describe, mesh_file)
+        description = await run_in_threadpool(describe, mesh_file, settings)
         mesh_ids: list[int] = []
 
         def prepare(scene):

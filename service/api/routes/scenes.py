@@ -1,7 +1,6 @@
 """``/scenes``: create from a file or inline meshes, list, read, delete."""
 
 import time
-from pathlib import PurePosixPath
 
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -10,14 +9,15 @@ import bvh
 
 from ..bodies import JSON, MULTIPART, form_file, form_text, media_type, parse_json_body, read_form, unsupported_media
 from ...queries.building import add_file_meshes, add_inline_meshes, place_file_instances, place_inline_meshes
-from ..deps import ReadyStoreDep, StoredSceneDep
+from ..deps import ReadyStoreDep, SettingsDep, StoredSceneDep
 from ..errors import ClientError, client_errors
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
 from ..schemas import ErrorOut, SceneCreate, SceneList, SceneOut
 from ...queries.results import scene_json, scene_summary_json
+from ...settings import Settings
 from ...store.store import SceneNotFound, SceneStore
-from ...queries.uploads import MeshFile, describe, read_upload
+from ...queries.uploads import MeshFile, describe, read_upload, upload_stem
 
 router = APIRouter(tags=["scenes"])
 
@@ -36,9 +36,9 @@ def _check_name(name: str | None) -> str | None:
     return name
 
 
-def _create_from_file(store: SceneStore, mesh_file: MeshFile, name: str | None):
+def _create_from_file(store: SceneStore, mesh_file: MeshFile, name: str | None, settings: Settings):
     start = time.perf_counter()
-    description = describe(mesh_file, name)
+    description = describe(mesh_file, settings, name)
     scene = bvh.Scene()
     with client_errors(f"file {mesh_file.filename!r}: "):
         place_file_instances(scene, description, add_file_meshes(scene, description))
@@ -56,7 +56,7 @@ def _create_from_meshes(store: SceneStore, body: SceneCreate):
 @router.post("/scenes", status_code=201, response_model=SceneOut,
              responses={413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}},
              openapi_extra=body_doc(SceneCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["scene"]))
-async def create_scene(request: Request, store: ReadyStoreDep):
+async def create_scene(request: Request, store: ReadyStoreDep, settings: SettingsDep):
     """Create a scene from an uploaded file (multipart ``file``, optional ``name``) or from
     inline meshes (JSON). The scene is saved before the answer."""
     media = media_type(request)
@@ -64,10 +64,10 @@ async def create_scene(request: Request, store: ReadyStoreDep):
         form = await read_form(request)
         try:
             mesh_file = await read_upload(form_file(form))
-            name = _check_name(form_text(form, "name")) or PurePosixPath(mesh_file.filename).stem or None
+            name = _check_name(form_text(form, "name")) or upload_stem(mesh_file.filename) or None
         finally:
             await form.close()
-        stored = await run_in_threadpool(_create_from_file, store, mesh_file, name)
+        stored = await run_in_threadpool(_create_from_file, store, mesh_file, name, settings)
     elif media == JSON:
         body = await parse_json_body(SceneCreate, await request.body())
         stored = await run_in_threadpool(_create_from_meshes, store, body)
