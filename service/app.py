@@ -23,6 +23,7 @@ from .api.errors import client_hung_up, http_error, install_error_handlers, meth
 from .live.hub import LiveHub
 from .ops.memory import limit_arenas
 from .ops.metrics import Metrics
+from .api.limits import BuildSlots
 from .api.middleware import ApiKeyAuth, BodyLimit, RequestMetrics
 from .api.openapi import install_schemas
 from .api.responses import JSONBytes
@@ -175,6 +176,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.store = store
     app.state.metrics = metrics
     app.state.live_hub = live_hub
+    app.state.build_slots = BuildSlots(settings.max_concurrent_builds)
     install_error_handlers(app)
 
     # The pick routes first: the router tries routes in order, and these are the hot ones.

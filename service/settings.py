@@ -61,6 +61,9 @@ class Settings(BaseSettings):
         Most pixels (width x height, from the image's header, before it is
         decoded) of a texture an upload's alpha-tested material reads; the
         default is 4096 x 4096. More is refused with 413.
+    max_concurrent_builds : int
+        Most uploads (a file, or inline meshes) read and built at once by one
+        worker; one more is answered 503 with ``Retry-After`` at once.
     max_rays : int
         Most rays (or pixels) one request may cast.
     max_idbuffer_pixels : int
@@ -140,6 +143,7 @@ class Settings(BaseSettings):
     max_expanded_mb: float | None = Field(None, gt=0)
     max_expansion_ratio: float = Field(100.0, ge=1)
     max_texture_pixels: int = Field(4096 * 4096, ge=1)
+    max_concurrent_builds: int = Field(2, ge=1)
     max_rays: int = Field(4_000_000, ge=1)
     max_idbuffer_pixels: int = Field(3840 * 2160, ge=1)
     max_response_mb: float = Field(128.0, gt=0)

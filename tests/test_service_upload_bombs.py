@@ -175,3 +175,24 @@ def test_compressed_file_without_its_type_says_so():
     with pytest.raises(ValueError, match=r"^could not read this as BZ2: say which type of file it compresses, as "
                                          r"file_type='obj.bz2'"):
         read_scene_description(bz2.compress(BOX_OBJ), "bz2")
+
+
+def test_uploads_past_the_concurrent_builds_get_503_with_retry_after(make_client):
+    client = make_client(max_concurrent_builds=2)
+    slots = client.app.state.build_slots
+    scene = client.post("/scenes", files={"file": ("box.obj", BOX_OBJ)}).json()["id"]
+    inline = {"vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]], "faces": [[0, 1, 2]]}
+    with slots.slot(), slots.slot():
+        refused = [client.post("/scenes", files={"file": ("box.obj", BOX_OBJ)}),
+                   client.post("/scenes", json={"meshes": [inline]}),
+                   client.post(f"/scenes/{scene}/objects", files={"file": ("box.obj", BOX_OBJ)}),
+                   client.post(f"/scenes/{scene}/objects", json=inline)]
+        for response in refused:
+            assert response.status_code == 503 and response.headers["retry-after"] == "2"
+            assert response.json() == {"detail": "2 uploads are being read and built already, the most at once "
+                                                 "(PICK_MAX_CONCURRENT_BUILDS=2); nothing was changed: retry in 2 s"}
+        # Placing an instance of a mesh builds nothing: it needs no slot.
+        assert client.post(f"/scenes/{scene}/objects", json={"mesh": 0}).status_code == 201
+    assert slots.busy == 0
+    assert len(client.get(f"/scenes/{scene}").json()["objects"]) == 2
+    assert client.post("/scenes", files={"file": ("box.obj", BOX_OBJ)}).status_code == 201

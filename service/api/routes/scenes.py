@@ -9,8 +9,9 @@ import bvh
 
 from ..bodies import JSON, MULTIPART, form_file, form_text, media_type, parse_json_body, read_form, unsupported_media
 from ...queries.building import add_file_meshes, add_inline_meshes, place_file_instances, place_inline_meshes
-from ..deps import ReadyStoreDep, SettingsDep, StoredSceneDep
+from ..deps import BuildSlotsDep, ReadyStoreDep, SettingsDep, StoredSceneDep
 from ..errors import ClientError, client_errors
+from ..limits import BUILDS_BUSY_RESPONSE
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
 from ..schemas import ErrorOut, SceneCreate, SceneList, SceneOut
@@ -54,11 +55,13 @@ def _create_from_meshes(store: SceneStore, body: SceneCreate):
 
 
 @router.post("/scenes", status_code=201, response_model=SceneOut,
-             responses={413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+             responses={413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut},
+                        503: BUILDS_BUSY_RESPONSE},
              openapi_extra=body_doc(SceneCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["scene"]))
-async def create_scene(request: Request, store: ReadyStoreDep, settings: SettingsDep):
+async def create_scene(request: Request, store: ReadyStoreDep, settings: SettingsDep, slots: BuildSlotsDep):
     """Create a scene from an uploaded file (multipart ``file``, optional ``name``) or from
-    inline meshes (JSON). The scene is saved before the answer."""
+    inline meshes (JSON). The scene is saved before the answer. At most
+    ``PICK_MAX_CONCURRENT_BUILDS`` uploads are read and built at once; past that, a 503."""
     media = media_type(request)
     if media == MULTIPART:
         form = await read_form(request)
@@ -67,10 +70,12 @@ async def create_scene(request: Request, store: ReadyStoreDep, settings: Setting
             name = _check_name(form_text(form, "name")) or upload_stem(mesh_file.filename) or None
         finally:
             await form.close()
-        stored = await run_in_threadpool(_create_from_file, store, mesh_file, name, settings)
+        with slots.slot():
+            stored = await run_in_threadpool(_create_from_file, store, mesh_file, name, settings)
     elif media == JSON:
         body = await parse_json_body(SceneCreate, await request.body())
-        stored = await run_in_threadpool(_create_from_meshes, store, body)
+        with slots.slot():
+            stored = await run_in_threadpool(_create_from_meshes, store, body)
     else:
         raise unsupported_media(media, "multipart/form-data with a 'file' part, or application/json")
     return JSONBytes(scene_json(stored), status_code=201)
