@@ -84,6 +84,45 @@ def check_transform_batch(object_ids, transforms) -> tuple[np.ndarray, np.ndarra
     return ids.astype(np.int64), matrices
 
 
+class EntryError(ValueError):
+    """A refused entry of a batch: ``"transforms[3]: <reason>"``.
+
+    Attributes
+    ----------
+    index : int
+        The entry.
+    reason : str
+        What is wrong with it, without the entry's name.
+    """
+
+    def __init__(self, batch: str, index: int, reason: str):
+        super().__init__(f"{batch}[{index}]: {reason}")
+        self.index = index
+        self.reason = reason
+
+
+def check_instances(mesh_ids, transforms, names) -> tuple[np.ndarray, np.ndarray, list]:
+    """``(meshes (K,) int64, matrices (K, 4, 4) float64 copy, names)`` of
+    ``Scene.add_instances``' arguments, their shapes and types checked (the
+    matrices' values are checked by :func:`matrix_problems`)."""
+    meshes = np.asarray(mesh_ids)
+    if meshes.ndim != 1 or (meshes.size and (meshes.dtype == bool or meshes.dtype.kind not in "iu")):
+        raise ValueError(f"mesh_ids must be a 1-D list of integer mesh ids, got shape {meshes.shape} of {meshes.dtype}")
+    count = meshes.shape[0]
+    matrices = real_array("transforms", transforms).astype(np.float64)
+    if count == 0 and matrices.size == 0:
+        matrices = np.zeros((0, 4, 4))
+    if matrices.shape != (count, 4, 4):
+        raise ValueError(f"transforms must have shape ({count}, 4, 4), one matrix per mesh id, got {matrices.shape}")
+    names = [None] * count if names is None else list(names)
+    if len(names) != count:
+        raise ValueError(f"names must hold one name per mesh id ({count}), got {len(names)}")
+    for index, name in enumerate(names):
+        if name is not None and not isinstance(name, str):
+            raise EntryError("names", index, f"name must be a string or None, got {type(name).__name__}")
+    return meshes.astype(np.int64), matrices, names
+
+
 def matrix_problems(matrices: np.ndarray) -> np.ndarray:
     """(K,) bool: which of ``matrices (K, 4, 4)`` :func:`check_transform`
     refuses (NaN or infinity, last row not ``0 0 0 1``, singular or

@@ -19,7 +19,7 @@ import numpy as np
 from ..builders.placement import place_moves, transformed_boxes
 from ..shapes import KIND_NAMES, MESH, REMOVED
 from ..validation import MAX_MESH_EXTENT
-from .checks import MAX_CONDITION, UnknownIdError, check_transform, is_index
+from .checks import ALL_BITS as ALL_MASK_BITS, MAX_CONDITION, UnknownIdError, check_transform, is_index
 from .mesh_pack import MeshPack
 from .meshes import MeshRegistry
 from .recycling import frozen
@@ -272,6 +272,28 @@ class ObjectTable:
         if shape_box is not None:
             self.shape_box[oid] = shape_box
         return oid
+
+    def add_instances(self, mesh_of: np.ndarray, transforms: np.ndarray, names: list, bounds) -> int:
+        """Objects placing meshes ``mesh_of (K,)`` at ``transforms (K, 4, 4)``
+        (checked), named ``names``, every mask bit set and pickable: :meth:`add`
+        vectorised. ``bounds`` is their ``(cover, reported)`` of
+        :meth:`placed_bounds`; returns the first one's id (the others follow it)."""
+        first, count = self.count, len(names)
+        self._reserve(first + count)
+        rows = slice(first, first + count)
+        self.kind[rows] = MESH
+        self.mesh_of[rows] = mesh_of
+        self.transform[rows] = transforms
+        self.inverse[rows] = affine_inverses(transforms)
+        self.mask[rows] = ALL_MASK_BITS
+        self.pickable[rows] = True
+        self.bounds[rows], self.reported[rows] = bounds
+        self.names.extend(names)
+        self.shape_data.extend([None] * count)
+        self.params.extend({} for _ in range(count))
+        self.count += count
+        self.live_count += count
+        return first
 
     def _reserve(self, rows: int) -> None:
         """Room for ``rows`` objects in the columns (doubling, so that adding

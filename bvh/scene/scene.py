@@ -25,11 +25,11 @@ import numpy as np
 
 from ..shapes import KIND_NAMES, LINES, MESH, POINTS, make_shape
 from . import line_point_pack
-from .checks import (ALL_BITS, UnknownIdError, check_mask, check_name, check_pickable, check_transform,
-                     check_transform_batch, matrix_problems)
+from .checks import (ALL_BITS, EntryError, UnknownIdError, check_instances, check_mask, check_name, check_pickable,
+                     check_transform, check_transform_batch, matrix_problems)
 from .line_sets import LineSets
 from .meshes import MeshInfo, MeshRegistry
-from .objects import ObjectInfo, ObjectRows, ObjectTable
+from .objects import OUT_OF_RANGE, ObjectInfo, ObjectRows, ObjectTable, out_of_range
 from .queries import SceneQueries
 from .saving import SceneSaving
 from .snapshot import Snapshot
@@ -258,6 +258,60 @@ class Scene(SceneQueries, SceneSaving):
             mesh_id = self._meshes.check_id(mesh_id)
             bounds = self._objects.placed_one(self._meshes.committed(), mesh_id, None, transform)
             return self._added(MESH, mesh_id, transform, mask, pickable, name, None, {}, bounds)
+
+    def add_instances(self, mesh_ids, transforms, names=None) -> list[int]:
+        """Place many instances of meshes as one edit, all or nothing: :meth:`add_instance` vectorised.
+
+        Parameters
+        ----------
+        mesh_ids : (K,) int
+            Each instance's mesh.
+        transforms : (K, 4, 4) float
+            Each instance's object-to-world transform, checked as
+            :meth:`add_instance` checks one.
+        names : list of K str or None, optional
+
+        Returns
+        -------
+        list of int
+            The new objects' ids, in order (consecutive). Every mask bit is
+            set and every object pickable.
+
+        Raises
+        ------
+        UnknownIdError
+            For a mesh id the scene does not have.
+        bvh.scene.checks.EntryError
+            (a ``ValueError``) For the first refused transform, its ``index``
+            and ``reason`` apart: ``"transforms[3]: transform is not invertible ..."``;
+            and on arrays of the wrong shape or type. The scene is then unchanged.
+
+        Notes
+        -----
+        One numpy pass over the instances: 300,000 of them cost well under a
+        second, where as many :meth:`add_instance` calls cost a minute.
+        """
+        meshes, matrices, names = check_instances(mesh_ids, transforms, names)
+        problems = matrix_problems(matrices)
+        if problems.any():
+            entry = int(np.argmax(problems))
+            try:
+                check_transform(matrices[entry])
+            except ValueError as error:
+                raise EntryError("transforms", entry, str(error)) from None
+        matrices[:, 3] = (0.0, 0.0, 0.0, 1.0)
+        with self._lock:
+            for mesh in np.unique(meshes).tolist():
+                self._meshes.check_id(mesh)
+            cover, reported = self._objects.placed_bounds(self._meshes.committed(), meshes, None, matrices)
+            beyond = out_of_range(cover)
+            if beyond.any():
+                raise EntryError("transforms", int(np.argmax(beyond)), OUT_OF_RANGE)
+            if not names:
+                return []
+            first = self._objects.add_instances(meshes, matrices, names, (cover, reported))
+            self._changed()
+        return list(range(first, first + len(names)))
 
     def add_shape(self, kind, transform=None, name=None, mask=ALL_BITS, pickable=True, **params) -> int:
         """Place an analytic shape (``sphere``, ``box``, ``quad``, ``polygon``; see
