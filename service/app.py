@@ -9,6 +9,7 @@ that is done, and the other kernels compile in the background (:func:`start_up`)
 import asyncio
 import gc
 import logging
+import sys
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -122,6 +123,10 @@ def _freeze_what_start_up_made() -> None:
     gc.freeze()
 
 
+#: The interpreter's thread switch interval in the service (Python's default: 5 ms).
+SWITCH_INTERVAL_SECONDS = 0.001
+
+
 def make_store(settings: Settings) -> SceneStore:
     """The store over a data directory, or over an object store (``PICK_STORE=s3://...``)."""
     backend = settings.scene_dir
@@ -145,6 +150,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """
     settings = settings or get_settings()
     limit_arenas()
+    # A thread running Python (reading or building an upload, rendering a large
+    # answer) gives the interpreter lock up every switch interval; the event
+    # loop needs it back after each system call of a request, so with the
+    # default 5 ms a /health answer waited up to 5 ms several times over.
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     if not logging.getLogger().handlers:
         # A uvicorn worker process starts without the parent's logging set-up.
         logging.basicConfig(level=settings.log_level.upper(),

@@ -1,5 +1,6 @@
-"""Compression and texture bombs, made small and fast, and a process's memory
-read from ``/proc`` (for the upload-bomb tests and ``bench.upload_bombs``).
+"""Compression and texture bombs, made small and fast, a scene graph of many nodes,
+and a process tree's memory read from ``/proc`` (for the upload tests,
+``bench.upload_bombs`` and ``bench.responsive``).
 
 Each bomb expands to ``size`` bytes of zeros (2 GiB by default) yet takes a
 fraction of a second to make: the compressed form of one block of zeros is
@@ -14,6 +15,9 @@ import lzma
 import struct
 import zlib
 from pathlib import Path
+
+import numpy as np
+import trimesh
 
 GIBIBYTE = 1 << 30
 
@@ -106,6 +110,31 @@ def masked_triangle_glb(png: bytes) -> bytes:
     return struct.pack("<4sII", b"glTF", 2, 12 + len(chunks)) + chunks
 
 
+def many_nodes_glb(nodes: int) -> bytes:
+    """A GLB whose ``nodes`` nodes each place one shared box, on a grid."""
+    box = trimesh.creation.box()
+    positions = np.asarray(box.vertices, np.float32)
+    indices = np.asarray(box.faces, np.uint32)
+    binary = positions.tobytes() + indices.tobytes()
+    side = int(np.ceil(np.sqrt(nodes)))
+    document = {
+        "asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": list(range(nodes))}],
+        "nodes": [{"mesh": 0, "name": f"n{i}", "translation": [2.0 * (i % side), 2.0 * (i // side), 0.0]}
+                  for i in range(nodes)],
+        "meshes": [{"name": "box", "primitives": [{"attributes": {"POSITION": 0}, "indices": 1}]}],
+        "accessors": [{"bufferView": 0, "componentType": 5126, "count": len(positions), "type": "VEC3",
+                       "min": positions.min(axis=0).tolist(), "max": positions.max(axis=0).tolist()},
+                      {"bufferView": 1, "componentType": 5125, "count": indices.size, "type": "SCALAR"}],
+        "bufferViews": [{"buffer": 0, "byteOffset": 0, "byteLength": positions.nbytes},
+                        {"buffer": 0, "byteOffset": positions.nbytes, "byteLength": indices.nbytes}],
+        "buffers": [{"byteLength": len(binary)}],
+    }
+    text = json.dumps(document, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 4)
+    chunks = struct.pack("<II", len(text), 0x4E4F534A) + text + struct.pack("<II", len(binary), 0x004E4942) + binary
+    return struct.pack("<4sII", b"glTF", 2, 12 + len(chunks)) + chunks
+
+
 def upload_bombs(size: int = 2 * GIBIBYTE) -> dict[str, tuple[str, bytes]]:
     """Every kind of bomb an upload may be, by kind: (file name, bytes)."""
     return {
@@ -119,25 +148,46 @@ def upload_bombs(size: int = 2 * GIBIBYTE) -> dict[str, tuple[str, bytes]]:
     }
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (a server's reader processes), from ``/proc``."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                queue.extend(int(child) for child in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return found
+
+
 def memory(pid: int) -> dict[str, int]:
-    """A process's ``VmRSS`` and ``VmHWM`` (its peak since start or since :func:`reset_peak`), in bytes."""
-    values = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, rest = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            values[key] = int(rest.split()[0]) * 1024
+    """``VmRSS`` and ``VmHWM`` (peak since start or since :func:`reset_peak`) in bytes, summed over
+    the process and its descendants (a server reads uploads in child processes)."""
+    values = {"VmRSS": 0, "VmHWM": 0}
+    for member in process_tree(pid):
+        try:
+            lines = Path(f"/proc/{member}/status").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            key, _, rest = line.partition(":")
+            if key in values:
+                values[key] += int(rest.split()[0]) * 1024
     return values
 
 
 def reset_peak(pid: int) -> bool:
-    """Start a process's ``VmHWM`` afresh from its current RSS (Linux's ``clear_refs`` 5);
-    False when the kernel does not allow it here."""
+    """Start the ``VmHWM`` of a process and its descendants afresh from their current RSS
+    (Linux's ``clear_refs`` 5); False when the kernel does not allow it here."""
     try:
-        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        for member in process_tree(pid):
+            Path(f"/proc/{member}/clear_refs").write_text("5")
     except OSError:
         return False
     return True
 
 
-__all__ = ["compressed_zeros", "masked_triangle_glb", "memory", "png_of_zeros", "reset_peak",
+__all__ = ["compressed_zeros", "many_nodes_glb", "masked_triangle_glb", "memory", "png_of_zeros", "process_tree", "reset_peak",
            "tar_gz_of_zeros", "upload_bombs", "zip_of_zeros"]

@@ -89,6 +89,10 @@ class LimitExceeded(ValueError):
         self.limit = limit
         self.value = value
 
+    def __reduce__(self):
+        # Pickled whole (a reader in another process raises it), not rebuilt from args alone.
+        return type(self), (str(self), self.limit, self.value)
+
 
 def is_compressed(file_type: str) -> bool:
     """Whether ``file_type`` is an archive or a compressed file that :func:`expand` reads."""

@@ -17,10 +17,11 @@ from pathlib import PurePosixPath
 from starlette.datastructures import UploadFile
 
 from bvh.io.archives import COMPRESSIONS
-from bvh.io.load import LimitExceeded, ReadLimits, SceneDescription, read_scene_description, supported_file_types
+from bvh.io.load import LimitExceeded, ReadLimits, SceneDescription, supported_file_types
 
 from ..api.errors import ClientError, client_errors
 from ..settings import MEGABYTE, Settings
+from .reader_processes import read_in_process
 
 #: Media types of mesh formats, for uploads whose file name has no suffix.
 MEDIA_TYPES = {
@@ -116,8 +117,9 @@ def limit_setting(error: LimitExceeded, settings: Settings) -> str:
 
 
 def describe(mesh_file: MeshFile, settings: Settings, name: str | None = None) -> SceneDescription:
-    """Read the file's meshes and instances (no BVH built yet); 422 when unreadable,
-    413 when it expands past the settings' limits.
+    """Read the file's meshes and instances (no BVH built yet) in a worker process
+    (:mod:`service.queries.reader_processes`); 422 when unreadable, 413 when it
+    expands past the settings' limits.
 
     ``name`` (default: the file name's stem, less a compression's suffix)
     names the object of a file that holds one mesh it does not name itself,
@@ -126,8 +128,8 @@ def describe(mesh_file: MeshFile, settings: Settings, name: str | None = None) -
     object_name = name or upload_stem(mesh_file.filename) or None
     with client_errors(f"file {mesh_file.filename!r}: "):
         try:
-            return read_scene_description(mesh_file.content, mesh_file.file_type, object_name,
-                                          upload_limits(settings))
+            return read_in_process(mesh_file.content, mesh_file.file_type, object_name, upload_limits(settings),
+                                   settings.max_concurrent_builds)
         except LimitExceeded as error:
             raise ClientError(413, f"file {mesh_file.filename!r}: {error} ({limit_setting(error, settings)})") \
                 from None

@@ -131,7 +131,8 @@ async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStor
         with slots.slot():
             description = await run_in_threadpool(describe, mesh_file, settings)
             _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
-        return JSONBytes({"objects": objects}, status_code=201)
+        # Rendered off the event loop: a file's objects may be hundreds of thousands.
+        return await run_in_threadpool(JSONBytes, {"objects": objects}, 201)
     elif media == JSON:
         body = await parse_json_body(OBJECT_CREATE, await request.body(), OBJECT_TAGS)
         if not isinstance(body, MeshObjectCreate):

@@ -3,6 +3,7 @@
 import time
 
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 import bvh
@@ -15,7 +16,7 @@ from ..limits import BUILDS_BUSY_RESPONSE
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
 from ..schemas import ErrorOut, SceneCreate, SceneList, SceneOut
-from ...queries.results import scene_json, scene_summary_json
+from ...queries.results import scene_json, scene_json_pieces, scene_summary_json
 from ...settings import Settings
 from ...store.store import SceneNotFound, SceneStore
 from ...queries.uploads import MeshFile, describe, read_upload, upload_stem
@@ -54,6 +55,20 @@ def _create_from_meshes(store: SceneStore, body: SceneCreate):
     return store.create(scene, body.name, (time.perf_counter() - start) * 1e3)
 
 
+#: Scenes of more objects than this are answered as a stream (``scene_json_pieces``).
+STREAMED_OBJECTS = 2048
+
+
+def _scene_answer(stored, status_code: int = 200) -> Response:
+    """A scene's JSON with every object. Never rendered on the event loop: a large
+    scene's is streamed, its pieces made on worker threads as the client reads
+    (300,000 objects are some 90 MB of JSON and seconds of work), a small one's
+    rendered here, which the routes call on a worker thread."""
+    if len(stored.view.objects) > STREAMED_OBJECTS:
+        return StreamingResponse(scene_json_pieces(stored), status_code=status_code, media_type=JSON)
+    return JSONBytes(scene_json(stored), status_code=status_code)
+
+
 @router.post("/scenes", status_code=201, response_model=SceneOut,
              responses={413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut},
                         503: BUILDS_BUSY_RESPONSE},
@@ -78,7 +93,7 @@ async def create_scene(request: Request, store: ReadyStoreDep, settings: Setting
             stored = await run_in_threadpool(_create_from_meshes, store, body)
     else:
         raise unsupported_media(media, "multipart/form-data with a 'file' part, or application/json")
-    return JSONBytes(scene_json(stored), status_code=201)
+    return await run_in_threadpool(_scene_answer, stored, 201)
 
 
 @router.get("/scenes", response_model=SceneList)
@@ -91,7 +106,7 @@ async def list_scenes(store: ReadyStoreDep):
 @router.get("/scenes/{scene_id}", response_model=SceneOut, responses={404: {"model": ErrorOut}})
 async def get_scene(stored: StoredSceneDep):
     """One scene with its objects."""
-    return JSONBytes(scene_json(stored))
+    return await run_in_threadpool(_scene_answer, stored)
 
 
 @router.delete("/scenes/{scene_id}", status_code=204, responses={404: {"model": ErrorOut}})
