@@ -23,8 +23,8 @@ import numpy as np
 from typing import TYPE_CHECKING, NamedTuple
 
 from .archives import ARCHIVES, ZIP_CONTAINERS, LimitExceeded, ReadLimits, check_zip, expand, is_compressed
-from .description import (InstanceDescription, MeshDescription, SceneDescription, SetDescription, describe,
-                          merge_descriptions)
+from .description import (InstanceDescription, InstanceRows, MeshDescription, SceneDescription, SetDescription,
+                          describe, merge_descriptions)
 from .gltf import check_glb, gltf_document, read_gltf_alpha
 from .obj import obj_line_elements, prepare_obj
 from .ply import ply_layout, ply_own_scene
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InstanceDescription",
+    "InstanceRows",
     "LimitExceeded",
     "ReadLimits",
     "SetDescription",
@@ -126,18 +127,17 @@ def place_description(scene: Scene, description: SceneDescription, mesh_ids: lis
     from ..scene.checks import EntryError
 
     label = label_of(description.file_type)
-    instances = description.instances
+    instances = InstanceRows.of(description.instances)
     placed: list[int] = []
-    if instances:
-        transforms = np.stack([instance.transform for instance in instances])
+    if len(instances):
+        transforms = instances.transforms
         if transform is not None:
             transforms = np.asarray(transform, np.float64) @ transforms
-        meshes = np.asarray(mesh_ids, np.int64)[np.fromiter((instance.mesh for instance in instances), np.int64,
-                                                            len(instances))]
+        meshes = np.asarray(mesh_ids, np.int64)[instances.meshes]
         try:
-            placed = scene.add_instances(meshes, transforms, [instance.name or None for instance in instances])
+            placed = scene.add_instances(meshes, transforms, [name or None for name in instances.names])
         except EntryError as exc:
-            raise ValueError(f"node {instances[exc.index].name!r} of this {label} file: {exc.reason}") from exc
+            raise ValueError(f"node {instances.names[exc.index]!r} of this {label} file: {exc.reason}") from exc
     for instance in description.set_instances:
         world = instance.transform if transform is None else np.asarray(transform, np.float64) @ instance.transform
         kind = description.sets[instance.mesh].kind
