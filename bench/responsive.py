@@ -11,7 +11,8 @@ connection of its own, send ``GET /health`` and a pick on another (small)
 scene every ``--every-ms`` milliseconds, from before the upload starts until
 it is answered. Reported: the upload's time, status and the server's peak
 RSS, and for ``/health`` and the picks their count, median, p99 and max
-latency.
+latency; and first the same for ``--idle-seconds`` with nothing uploading
+(the machine's own noise: on a shared 2-core machine it has its spikes too).
 
 The bars (issue 36): while a 300,000-node glTF uploads, ``/health`` max
 latency at most 100 ms, a pick on another scene p99 at most 20 ms.
@@ -69,6 +70,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=300_000)
     parser.add_argument("--every-ms", type=float, default=20.0)
+    parser.add_argument("--idle-seconds", type=float, default=10.0,
+                        help="poll this long with nothing uploading first, for the machine's own noise (0: not)")
     args = parser.parse_args()
     made = time.perf_counter()
     glb = many_nodes_glb(args.nodes)
@@ -84,6 +87,18 @@ def main() -> None:
             other = json.loads(answer.read())["id"]
             assert answer.status == 201
             pick = json.dumps({"origin": [0.1, 0.2, 5.0], "direction": [0, 0, -1]}).encode()
+            if args.idle_seconds:
+                # The machine's own noise: the same polling with nothing uploading.
+                idle = [Poller(server.url, "GET", "/health", b"", args.every_ms / 1e3),
+                        Poller(server.url, "POST", f"/scenes/{other}/pick", pick, args.every_ms / 1e3)]
+                for poller in idle:
+                    poller.start()
+                time.sleep(args.idle_seconds)
+                for poller in idle:
+                    poller.stopping.set()
+                    poller.join()
+                print(f"idle, /health: {idle[0].summary()}")
+                print(f"idle, pick: {idle[1].summary()}")
             pollers = [Poller(server.url, "GET", "/health", b"", args.every_ms / 1e3),
                        Poller(server.url, "POST", f"/scenes/{other}/pick", pick, args.every_ms / 1e3)]
             for poller in pollers:

@@ -11,17 +11,23 @@ transform in one ``(N, 4, 4)`` array rather than N small ones), which
 unpickle in one copy each and give the garbage collector nothing to walk. What reading allocates (a few gigabytes for the largest files
 allowed) is the worker's, not the server's.
 
-The pool is the process's, started on first use with
+The readers run at a lower scheduling priority than the server
+(:data:`READER_NICENESS`). The pool is the process's, started on first use with
 ``PICK_MAX_CONCURRENT_BUILDS`` workers (the routes hold no more reads at
 once than that). A worker that dies (killed for memory) fails that one read
 with a 422 and the pool is started afresh for the next.
 """
 
 import multiprocessing
+import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from bvh.io.load import InstanceRows, ReadLimits, SceneDescription
+
+#: How much lower the readers' scheduling priority is than the server's (``os.nice``): on a
+#: machine with fewer free cores than busy readers, the event loop still gets its turn at once.
+READER_NICENESS = 10
 
 _pool: ProcessPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -46,7 +52,8 @@ def reader_pool(workers: int) -> ProcessPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+            _pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=os.nice, initargs=(READER_NICENESS,))
         return _pool
 
 
