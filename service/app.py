@@ -24,6 +24,7 @@ from .api.errors import client_hung_up, http_error, install_error_handlers, meth
 from .live.hub import LiveHub
 from .ops.memory import limit_arenas
 from .ops.metrics import Metrics
+from .queries.reader_processes import start_readers
 from .api.limits import BuildSlots
 from .api.middleware import ApiKeyAuth, BodyLimit, RequestMetrics
 from .api.openapi import install_schemas
@@ -47,7 +48,8 @@ def open_paths(settings: Settings) -> frozenset[str]:
     return health.OPEN_PATHS | viewer.VIEWER_PATHS | (DOCS_PATHS if settings.open_docs else frozenset())
 
 
-def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None = None) -> threading.Thread | None:
+def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None = None,
+             readers: int = 0) -> threading.Thread | None:
     """Open the saved scenes and warm the pick path, then mark the store ready.
 
     With ``warm_up``, the kernels of the pick path (uploads, single, batch
@@ -65,6 +67,9 @@ def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None 
         Compile the kernels (``PICK_WARM_UP``); tests turn it off.
     stopping : threading.Event, optional
         Set at shutdown: no further warm-up step starts.
+    readers : int
+        With ``warm_up``, the upload readers' pool is started with this many
+        processes before the service is ready (``service.queries.reader_processes``).
 
     Returns
     -------
@@ -79,6 +84,8 @@ def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None 
     try:
         skipped = store.open_all()
         if warm_up:
+            if readers:
+                start_readers(readers)
             warming = warmup.ServiceWarmUp(store, started, stopping)
             if not warming.pick_path():
                 return None
@@ -170,7 +177,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         live_hub.start(asyncio.get_running_loop(), store)
         stopping = threading.Event()
-        opening = asyncio.create_task(run_in_threadpool(start_up, store, settings.warm_up, stopping))
+        opening = asyncio.create_task(run_in_threadpool(start_up, store, settings.warm_up, stopping,
+                                                        settings.max_concurrent_builds))
         yield
         # A warm-up step under way finishes (numba cannot be interrupted);
         # none starts after it. The background thread is a daemon: not waited for.

@@ -104,7 +104,9 @@ class Settings(BaseSettings):
         Run every kind of query once at start-up (``service.ops.warmup``), so that
         no request waits for numba to compile or load a kernel; ``/ready``
         turns 200 after it (about 2 s with numba's cache filled, minutes
-        without). Tests turn it off: each app they start would pay it.
+        without); a process that reads uploads is started before it too
+        (``service.queries.reader_processes``). Tests turn it off: each app
+        they start would pay it.
     checkpoint_records, checkpoint_seconds : int, float
         Every edit is journaled and durable before it is answered; a scene's
         checkpoint (its whole saved state, after which the journal restarts)

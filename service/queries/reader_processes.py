@@ -11,7 +11,8 @@ transform in one ``(N, 4, 4)`` array rather than N small ones), which
 unpickle in one copy each and give the garbage collector nothing to walk. What reading allocates (a few gigabytes for the largest files
 allowed) is the worker's, not the server's.
 
-The readers run at a lower scheduling priority than the server
+With ``PICK_WARM_UP``, start-up starts a reader before the service is
+ready (:func:`start_readers`). The readers run at a lower scheduling priority than the server
 (:data:`READER_NICENESS`). The pool is the process's, started on first use with
 ``PICK_MAX_CONCURRENT_BUILDS`` workers (the routes hold no more reads at
 once than that). A worker that dies (killed for memory) fails that one read
@@ -45,6 +46,16 @@ def read_packed(content: bytes, file_type: str, name: str | None, limits: ReadLi
     description = read_scene_description(content, file_type, name, limits)
     description.instances = InstanceRows.of(description.instances)
     return description
+
+
+#: What a reader reads once when started, so that its imports (trimesh's) are behind it.
+WARM_UP_FILE = b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"
+
+
+def start_readers(workers: int) -> None:
+    """Start the pool and have a reader read :data:`WARM_UP_FILE` (at start-up, so that
+    the first upload does not wait seconds for a process to start and import trimesh)."""
+    reader_pool(workers).submit(read_packed, WARM_UP_FILE, "obj", None, ReadLimits()).result()
 
 
 def reader_pool(workers: int) -> ProcessPoolExecutor:
@@ -84,4 +95,4 @@ def read_in_process(content: bytes, file_type: str, name: str | None, limits: Re
                          "here") from None
 
 
-__all__ = ["ReaderDied", "read_in_process", "read_packed", "reader_pool"]
+__all__ = ["ReaderDied", "read_in_process", "read_packed", "reader_pool", "start_readers"]
