@@ -85,7 +85,11 @@ def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None 
         skipped = store.open_all()
         if warm_up:
             if readers:
-                start_readers(readers)
+                try:
+                    start_readers(readers)
+                except Exception:
+                    # Not a reason to stay unready: the first upload tries again.
+                    log.exception("could not start a process to read uploads in")
             warming = warmup.ServiceWarmUp(store, started, stopping)
             if not warming.pick_path():
                 return None
