@@ -14,6 +14,7 @@ import lzma
 import tarfile
 import time
 import zipfile
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -25,7 +26,7 @@ from bvh.io.archives import LimitExceeded, ReadLimits, expand
 from bvh.io.load import read_scene_description
 from service.api.routes.scenes import STREAMED_OBJECTS
 from service.queries.results import scene_json
-from testkit.bombs import many_nodes_glb, memory, reset_peak, upload_bombs, zip_of_zeros
+from testkit.bombs import many_nodes_glb, memory, process_tree, reset_peak, upload_bombs, zip_of_zeros
 from testkit.servers import free_port, start_server
 
 MEBIBYTE = 1 << 20
@@ -215,3 +216,22 @@ def test_a_large_scene_is_answered_as_a_stream_of_the_same_json(make_client):
     by_name = {o["name"]: o for o in objects}
     assert len(objects) == nodes and set(by_name) == {f"n{i}" for i in range(nodes)}
     assert by_name["n1"]["transform"][0][3] == 2.0
+
+
+def test_readers_exit_when_their_server_is_killed(tmp_path):
+    port = free_port()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PICK_WARM_UP", "false")
+        process = start_server(tmp_path, port)
+    try:
+        assert post_file(f"http://127.0.0.1:{port}", "box.obj.gz", gzip.compress(BOX_OBJ)).status_code == 201
+        readers = [pid for pid in process_tree(process.pid) if pid != process.pid
+                   and "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+        assert readers
+    finally:
+        process.kill()
+        process.wait()
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in readers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in readers if Path(f"/proc/{pid}").exists()]

@@ -16,15 +16,20 @@ ready (:func:`start_readers`). The readers run at a lower scheduling priority th
 (:data:`READER_NICENESS`). The pool is the process's, started on first use with
 ``PICK_MAX_CONCURRENT_BUILDS`` workers (the routes hold no more reads at
 once than that). A worker that dies (killed for memory) fails that one read
-with a 422 and the pool is started afresh for the next.
+with a 422 and the pool is started afresh for the next; a worker whose
+server is gone (killed) exits within :data:`PARENT_POLL_SECONDS`.
 """
 
+import gc
 import multiprocessing
 import os
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from bvh.io.load import InstanceRows, ReadLimits, SceneDescription
+
+from ..ops.memory import return_free_memory
 
 #: How much lower the readers' scheduling priority is than the server's (``os.nice``): on a
 #: machine with fewer free cores than busy readers, the event loop still gets its turn at once.
@@ -43,9 +48,14 @@ def read_packed(content: bytes, file_type: str, name: str | None, limits: ReadLi
     (``bvh.io.description.InstanceRows``); runs in a worker process."""
     from bvh.io.load import read_scene_description
 
-    description = read_scene_description(content, file_type, name, limits)
-    description.instances = InstanceRows.of(description.instances)
-    return description
+    try:
+        description = read_scene_description(content, file_type, name, limits)
+        description.instances = InstanceRows.of(description.instances)
+        return description
+    finally:
+        # What reading a large file allocated goes back to the system, not kept by an idle reader.
+        gc.collect()
+        return_free_memory()
 
 
 #: What a reader reads once when started, so that its imports (trimesh's) are behind it.
@@ -58,13 +68,32 @@ def start_readers(workers: int) -> None:
     reader_pool(workers).submit(read_packed, WARM_UP_FILE, "obj", None, ReadLimits()).result()
 
 
+#: Seconds between a reader's looks for its server: it exits once the server is gone.
+PARENT_POLL_SECONDS = 0.5
+
+
+def reader_started() -> None:
+    """A reader's start: a lower priority, and a watch on its server. A server killed with
+    ``kill -9`` cannot stop its readers, and the pool's pipes do not tell them (each holds
+    both ends); without the watch they would live on, holding what they last read."""
+    os.nice(READER_NICENESS)
+    server = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == server:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="server watch", daemon=True).start()
+
+
 def reader_pool(workers: int) -> ProcessPoolExecutor:
     """The process's pool of readers, started with ``workers`` processes on first use."""
     global _pool
     with _pool_lock:
         if _pool is None:
             _pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=os.nice, initargs=(READER_NICENESS,))
+                                        initializer=reader_started)
         return _pool
 
 
@@ -95,4 +124,4 @@ def read_in_process(content: bytes, file_type: str, name: str | None, limits: Re
                          "here") from None
 
 
-__all__ = ["ReaderDied", "read_in_process", "read_packed", "reader_pool", "start_readers"]
+__all__ = ["ReaderDied", "read_in_process", "read_packed", "reader_pool", "reader_started", "start_readers"]
