@@ -9,6 +9,7 @@ that is done, and the other kernels compile in the background (:func:`start_up`)
 import asyncio
 import gc
 import logging
+import sys
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -23,6 +24,8 @@ from .api.errors import client_hung_up, http_error, install_error_handlers, meth
 from .live.hub import LiveHub
 from .ops.memory import limit_arenas
 from .ops.metrics import Metrics
+from .queries.reader_processes import start_readers
+from .api.limits import BuildSlots
 from .api.middleware import ApiKeyAuth, BodyLimit, RequestMetrics
 from .api.openapi import install_schemas
 from .api.responses import JSONBytes
@@ -45,7 +48,8 @@ def open_paths(settings: Settings) -> frozenset[str]:
     return health.OPEN_PATHS | viewer.VIEWER_PATHS | (DOCS_PATHS if settings.open_docs else frozenset())
 
 
-def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None = None) -> threading.Thread | None:
+def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None = None,
+             readers: int = 0) -> threading.Thread | None:
     """Open the saved scenes and warm the pick path, then mark the store ready.
 
     With ``warm_up``, the kernels of the pick path (uploads, single, batch
@@ -63,6 +67,9 @@ def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None 
         Compile the kernels (``PICK_WARM_UP``); tests turn it off.
     stopping : threading.Event, optional
         Set at shutdown: no further warm-up step starts.
+    readers : int
+        With ``warm_up``, the upload readers' pool is started with this many
+        processes before the service is ready (``service.queries.reader_processes``).
 
     Returns
     -------
@@ -77,6 +84,12 @@ def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None 
     try:
         skipped = store.open_all()
         if warm_up:
+            if readers:
+                try:
+                    start_readers(readers)
+                except Exception:
+                    # Not a reason to stay unready: the first upload tries again.
+                    log.exception("could not start a process to read uploads in")
             warming = warmup.ServiceWarmUp(store, started, stopping)
             if not warming.pick_path():
                 return None
@@ -121,6 +134,10 @@ def _freeze_what_start_up_made() -> None:
     gc.freeze()
 
 
+#: The interpreter's thread switch interval in the service (Python's default: 5 ms).
+SWITCH_INTERVAL_SECONDS = 0.001
+
+
 def make_store(settings: Settings) -> SceneStore:
     """The store over a data directory, or over an object store (``PICK_STORE=s3://...``)."""
     backend = settings.scene_dir
@@ -144,6 +161,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """
     settings = settings or get_settings()
     limit_arenas()
+    # A thread running Python (reading or building an upload, rendering a large
+    # answer) gives the interpreter lock up every switch interval; the event
+    # loop needs it back after each system call of a request, so with the
+    # default 5 ms a /health answer waited up to 5 ms several times over.
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     if not logging.getLogger().handlers:
         # A uvicorn worker process starts without the parent's logging set-up.
         logging.basicConfig(level=settings.log_level.upper(),
@@ -159,7 +181,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         live_hub.start(asyncio.get_running_loop(), store)
         stopping = threading.Event()
-        opening = asyncio.create_task(run_in_threadpool(start_up, store, settings.warm_up, stopping))
+        opening = asyncio.create_task(run_in_threadpool(start_up, store, settings.warm_up, stopping,
+                                                        settings.max_concurrent_builds))
         yield
         # A warm-up step under way finishes (numba cannot be interrupted);
         # none starts after it. The background thread is a daemon: not waited for.
@@ -175,6 +198,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.store = store
     app.state.metrics = metrics
     app.state.live_hub = live_hub
+    app.state.build_slots = BuildSlots(settings.max_concurrent_builds)
     install_error_handlers(app)
 
     # The pick routes first: the router tries routes in order, and these are the hot ones.

@@ -46,6 +46,24 @@ class Settings(BaseSettings):
         so the page cache holds one copy of each scene's arrays for all.
     max_upload_mb : float
         Largest request body, in MiB (mebibytes), enforced while the body is read.
+    max_expanded_mb : float or None
+        Most an uploaded archive or compressed file (``.zip``, ``.tar.gz``,
+        ``.obj.bz2``, ``.3mf``, ...) may expand to, in MiB, all its members
+        together; unset: 4 x ``max_upload_mb`` (:attr:`expanded_limit_bytes`).
+        Expansion is streamed and counted, and refused with 413 the moment it
+        passes this (``bvh.io.archives``), before it is held in memory.
+    max_expansion_ratio : float
+        Most an upload may expand per compressed byte, past its first 16 MiB:
+        meshes compress a few to a few tens of times; a compression bomb
+        (a kilobyte of bz2 holding gigabytes of zeros) thousands of times, and
+        is refused with 413 after 16 MiB rather than after ``max_expanded_mb``.
+    max_texture_pixels : int
+        Most pixels (width x height, from the image's header, before it is
+        decoded) of a texture an upload's alpha-tested material reads; the
+        default is 4096 x 4096. More is refused with 413.
+    max_concurrent_builds : int
+        Most uploads (a file, or inline meshes) read and built at once by one
+        worker; one more is answered 503 with ``Retry-After`` at once.
     max_rays : int
         Most rays (or pixels) one request may cast.
     max_idbuffer_pixels : int
@@ -86,7 +104,9 @@ class Settings(BaseSettings):
         Run every kind of query once at start-up (``service.ops.warmup``), so that
         no request waits for numba to compile or load a kernel; ``/ready``
         turns 200 after it (about 2 s with numba's cache filled, minutes
-        without). Tests turn it off: each app they start would pay it.
+        without); a process that reads uploads is started before it too
+        (``service.queries.reader_processes``). Tests turn it off: each app
+        they start would pay it.
     checkpoint_records, checkpoint_seconds : int, float
         Every edit is journaled and durable before it is answered; a scene's
         checkpoint (its whole saved state, after which the journal restarts)
@@ -122,6 +142,10 @@ class Settings(BaseSettings):
     store_timeout_seconds: float = Field(10.0, gt=0)
     workers: int = Field(1, ge=1)
     max_upload_mb: float = Field(200.0, gt=0)
+    max_expanded_mb: float | None = Field(None, gt=0)
+    max_expansion_ratio: float = Field(100.0, ge=1)
+    max_texture_pixels: int = Field(4096 * 4096, ge=1)
+    max_concurrent_builds: int = Field(2, ge=1)
     max_rays: int = Field(4_000_000, ge=1)
     max_idbuffer_pixels: int = Field(3840 * 2160, ge=1)
     max_response_mb: float = Field(128.0, gt=0)
@@ -163,6 +187,11 @@ class Settings(BaseSettings):
     def object_store(self) -> bool:
         """Whether scenes live in an object store (``PICK_STORE=s3://...``)."""
         return self.store is not None and self.store.startswith("s3://")
+
+    @property
+    def expanded_limit_bytes(self) -> int:
+        """Most bytes an upload may expand to: ``max_expanded_mb``, or 4 x ``max_upload_mb``."""
+        return int((self.max_expanded_mb or 4 * self.max_upload_mb) * MEGABYTE)
 
     @property
     def scene_dir(self) -> Path:

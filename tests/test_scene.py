@@ -779,3 +779,31 @@ def test_bounds_of_turned_objects_hold_their_vertices(tmp_path):
     opened = bvh.Scene.open(tmp_path / "s")
     assert [info.bounds.tolist() for info in opened.objects] == [info.bounds.tolist() for info in scene.objects]
     assert opened.bounds.tolist() == scene.bounds.tolist()
+
+
+def test_add_instances_places_as_add_instance_does_all_or_nothing():
+    box = trimesh.creation.box()
+    transforms = np.stack([np.eye(4)] * 4)
+    transforms[:, 0, 3] = [0.0, 3.0, 6.0, 9.0]
+    transforms[2, :3, :3] *= 2.0
+    one_by_one, batched = bvh.Scene(), bvh.Scene()
+    for scene in (one_by_one, batched):
+        scene.add_mesh(box.vertices, box.faces, name="box")
+    expected = [one_by_one.add_instance(0, matrix, f"n{i}") for i, matrix in enumerate(transforms)]
+    assert batched.add_instances([0] * 4, transforms, [f"n{i}" for i in range(4)]).tolist() == expected
+    for a, b in zip(one_by_one.objects, batched.objects):
+        assert (a.id, a.name, a.mask, a.pickable) == (b.id, b.name, b.mask, b.pickable)
+        assert np.array_equal(a.transform, b.transform) and np.array_equal(a.bounds, b.bounds)
+    origins = np.array([[x, 0.1, 5.0] for x in (0.0, 3.0, 6.0, 9.0, 12.0)])
+    directions = np.tile([0.0, 0.0, -1.0], (5, 1))
+    expected_hits, hits = one_by_one.intersect(origins, directions), batched.intersect(origins, directions)
+    assert hits.object.tolist() == expected_hits.object.tolist() == [0, 1, 2, 3, -1]
+    assert np.array_equal(hits.t, expected_hits.t)
+    singular = transforms.copy()
+    singular[1, :3, :3] = 0.0
+    with pytest.raises(bvh.scene.checks.EntryError, match=r"^transforms\[1\]: transform is not invertible") as refused:
+        batched.add_instances([0] * 4, singular)
+    assert refused.value.index == 1
+    with pytest.raises(bvh.UnknownIdError):
+        batched.add_instances([0, 7], transforms[:2])
+    assert len(batched.objects) == 4

@@ -4,6 +4,7 @@ trimesh's scene graph that makes it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -64,6 +65,42 @@ class InstanceDescription(NamedTuple):
     name: str
 
 
+class InstanceRows(Sequence):
+    """Many instances as three columns rather than one :class:`InstanceDescription`
+    each (a file of 300,000 nodes is then three objects, not 300,000 tuples for
+    the garbage collector to walk); a sequence of :class:`InstanceDescription`
+    made on demand, and what :func:`bvh.io.load.place_description` places at once.
+
+    Attributes
+    ----------
+    meshes : (N,) int64
+    transforms : (N, 4, 4) float64
+    names : list of N str
+    """
+
+    def __init__(self, meshes: np.ndarray, transforms: np.ndarray, names: list[str]):
+        self.meshes = meshes
+        self.transforms = transforms
+        self.names = names
+
+    @classmethod
+    def of(cls, instances) -> "InstanceRows":
+        """The columns of a sequence of :class:`InstanceDescription`."""
+        if isinstance(instances, InstanceRows):
+            return instances
+        transforms = np.stack([instance.transform for instance in instances]) if instances else np.zeros((0, 4, 4))
+        return cls(np.array([instance.mesh for instance in instances], np.int64), transforms,
+                   [instance.name for instance in instances])
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return InstanceDescription(int(self.meshes[index]), self.transforms[index], self.names[index])
+
+
 class SetDescription(NamedTuple):
     """One line set or point set of a file (``bvh.Scene.add_lines`` /
     ``add_points``), in its own space.
@@ -95,7 +132,7 @@ class SceneDescription:
         The trimesh file type the source was read as, e.g. ``"glb"``.
     meshes : list of MeshDescription
         Each distinct mesh once, however many nodes use it.
-    instances : list of InstanceDescription
+    instances : list of InstanceDescription, or InstanceRows
         One per scene-graph node that carries triangles, in trimesh's node order.
     """
 
@@ -165,6 +202,20 @@ def describe(scene, file_type: str, obj_faces, obj_lines=None) -> SceneDescripti
             raise ValueError(f"this {label} file has a non-finite transform on node {node!r}")
         description.instances.append(InstanceDescription(mesh_index[key], transform, str(node)))
     return description
+
+
+def merge_descriptions(descriptions: list[SceneDescription], file_type: str) -> SceneDescription:
+    """The meshes, sets and instances of several descriptions (an archive's
+    members) as one, in order, read as ``file_type``."""
+    merged = SceneDescription(file_type=file_type)
+    for description in descriptions:
+        meshes, sets = len(merged.meshes), len(merged.sets)
+        merged.meshes.extend(description.meshes)
+        merged.sets.extend(description.sets)
+        merged.instances.extend(instance._replace(mesh=instance.mesh + meshes) for instance in description.instances)
+        merged.set_instances.extend(instance._replace(mesh=instance.mesh + sets)
+                                    for instance in description.set_instances)
+    return merged
 
 
 def _line_point_set(name: str, geometry, label: str) -> SetDescription | None:

@@ -8,6 +8,7 @@ import json
 import struct
 from pathlib import Path
 
+from .archives import LimitExceeded
 from .reading import read_path
 from .wording import label_of, reason
 
@@ -95,8 +96,10 @@ def gltf_document(data: bytes | None, path: Path | None) -> dict | None:
     return document if isinstance(document, dict) else None
 
 
-def read_gltf_alpha(scene, file_type: str, raw, data, path, document, resolver) -> None:
-    """Tag trimesh's geometries of a glTF with their alpha-tested materials (:mod:`bvh.io.gltf_materials`)."""
+def read_gltf_alpha(scene, file_type: str, raw, data, path, document, resolver,
+                    texture_pixels: int | None = None) -> None:
+    """Tag trimesh's geometries of a glTF with their alpha-tested materials (:mod:`bvh.io.gltf_materials`),
+    refusing a texture of more than ``texture_pixels`` pixels before it is decoded."""
     import trimesh
 
     from .gltf_materials import GltfFile
@@ -108,7 +111,9 @@ def read_gltf_alpha(scene, file_type: str, raw, data, path, document, resolver) 
     if resolver is None and path is not None:
         resolver = trimesh.resolvers.FilePathResolver(str(path))
     try:
-        GltfFile(document, raw if file_type == "glb" else None, resolver).tag_geometries(
+        GltfFile(document, raw if file_type == "glb" else None, resolver, texture_pixels).tag_geometries(
             list(scene.geometry.values()))
+    except LimitExceeded:
+        raise
     except ValueError as exc:
         raise ValueError(f"could not read the alpha of this {label_of(file_type)} file's materials: {exc}") from exc

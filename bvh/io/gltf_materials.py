@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .archives import LimitExceeded
 from .materials import DEFAULT_CUTOFF, WRAP_MODES, AlphaMaterial
 
 _log = logging.getLogger("bvh")
@@ -68,12 +69,16 @@ class GltfFile:
         The whole GLB, whose BIN chunk is buffer 0 when that has no ``uri``.
     resolver : optional
         trimesh's resolver of the ``.gltf``'s folder, for files its URIs name.
+    texture_pixels : int, optional
+        Most pixels of an image that is decoded, as its header declares them
+        (:class:`bvh.io.archives.ReadLimits`); None: Pillow's own bound only.
     """
 
-    def __init__(self, document: dict, glb: bytes | None = None, resolver=None):
+    def __init__(self, document: dict, glb: bytes | None = None, resolver=None, texture_pixels: int | None = None):
         self.document = document
         self._glb = glb
         self._resolver = resolver
+        self._texture_pixels = texture_pixels
         self._buffers: dict[int, bytes] = {}
 
     def _list(self, name: str) -> list:
@@ -148,7 +153,14 @@ class GltfFile:
 
     def image_alpha(self, index: int) -> np.ndarray | None:
         """The alpha channel of image ``index`` as ``(H, W)`` uint8, row 0 at
-        the top; None when the image has no alpha channel (opaque)."""
+        the top; None when the image has no alpha channel (opaque).
+
+        Raises
+        ------
+        LimitExceeded
+            When the image's header declares more than ``texture_pixels``
+            pixels: read from the header alone, before anything is decoded.
+        """
         from PIL import Image
 
         entry = self._entry("images", index)
@@ -160,10 +172,18 @@ class GltfFile:
             raise ValueError(f"image {index} has neither a uri nor a bufferView")
         try:
             with Image.open(io.BytesIO(data)) as image:
+                # open() has read the header only; load() would allocate width x height x bands.
+                width, height = image.size
+                if self._texture_pixels is not None and width * height > self._texture_pixels:
+                    raise LimitExceeded(f"image {index}{_image_label(entry)} is {width} x {height} = "
+                                        f"{width * height} pixels, more than the {self._texture_pixels} a texture "
+                                        f"may have", "texture_pixels", self._texture_pixels)
                 image.load()
                 if "A" not in image.getbands() and "transparency" not in image.info:
                     return None
                 alpha = np.array(image.convert("RGBA"))[:, :, 3]
+        except LimitExceeded:
+            raise
         except Exception as exc:
             raise ValueError(f"image {index} could not be decoded: {exc}") from exc
         return None if alpha.min() == 255 else np.ascontiguousarray(alpha)
@@ -260,6 +280,13 @@ class GltfFile:
             alpha = self.primitive_alpha(mesh, primitive, count)
             if alpha is not None:
                 geometry.metadata["bvh_alpha"] = alpha
+
+
+def _image_label(entry: dict) -> str:
+    """`` ('name')`` or `` ('file.png')`` of an image entry, for messages; empty for an unnamed embedded one."""
+    uri = str(entry.get("uri", ""))
+    label = entry.get("name") or (uri if uri and not uri.startswith("data:") else "")
+    return f" ({str(label)[:80]!r})" if label else ""
 
 
 def _glb_binary(data: bytes) -> bytes:

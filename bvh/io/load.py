@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import numpy as np
 from typing import TYPE_CHECKING, NamedTuple
 
-from .description import InstanceDescription, MeshDescription, SceneDescription, SetDescription, describe
+from .archives import ARCHIVES, ZIP_CONTAINERS, LimitExceeded, ReadLimits, check_zip, expand, is_compressed
+from .description import (InstanceDescription, InstanceRows, MeshDescription, SceneDescription, SetDescription,
+                          describe, merge_descriptions)
 from .gltf import check_glb, gltf_document, read_gltf_alpha
 from .obj import obj_line_elements, prepare_obj
 from .ply import ply_layout, ply_own_scene
-from .reading import read_path, read_source, supported_file_types, trimesh_scene
+from .reading import member_file_type, read_path, read_source, supported_file_types, trimesh_scene
 from .wording import label_of, reason
 
 if TYPE_CHECKING:
@@ -32,16 +36,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InstanceDescription",
+    "InstanceRows",
+    "LimitExceeded",
+    "ReadLimits",
     "SetDescription",
     "MeshDescription",
     "SceneDescription",
     "load",
+    "place_description",
     "read_scene_description",
     "supported_file_types",
 ]
 
 
-def load(source, file_type: str | None = None, name: str | None = None) -> Scene:
+def load(source, file_type: str | None = None, name: str | None = None, limits: ReadLimits | None = None) -> Scene:
     """Read a mesh file or a glTF scene graph into a new ``bvh.Scene``.
 
     Parameters
@@ -55,6 +63,9 @@ def load(source, file_type: str | None = None, name: str | None = None) -> Scene
     name : str, optional
         Names the object of a file holding one mesh it does not name (see
         :func:`read_scene_description`).
+    limits : ReadLimits, optional
+        How far a compressed file may expand and how large a decoded texture
+        may be (see :func:`read_scene_description`); default: no limit.
 
     Returns
     -------
@@ -72,7 +83,7 @@ def load(source, file_type: str | None = None, name: str | None = None) -> Scene
         a mesh or a node the scene refuses (e.g. a transform that is not
         invertible), naming it.
     """
-    description = read_scene_description(source, file_type, name)
+    description = read_scene_description(source, file_type, name, limits)
     # Here rather than at the top, so that this module and read_scene_description
     # stand on their own, without bvh.scene.
     from ..scene import Scene
@@ -88,12 +99,6 @@ def load(source, file_type: str | None = None, name: str | None = None) -> Scene
         except ValueError as exc:
             # The scene's message names the argument, not which part of the file it was.
             raise ValueError(f"mesh {mesh.name!r} of this {label} file: {exc}") from exc
-    for instance in description.instances:
-        try:
-            scene.add_instance(mesh_ids[instance.mesh], transform=instance.transform,
-                               name=instance.name)
-        except ValueError as exc:
-            raise ValueError(f"node {instance.name!r} of this {label} file: {exc}") from exc
     set_ids = []
     for line_set in description.sets:
         try:
@@ -101,17 +106,51 @@ def load(source, file_type: str | None = None, name: str | None = None) -> Scene
                            if line_set.kind == "lines" else scene.add_points(line_set.vertices, name=line_set.name))
         except ValueError as exc:
             raise ValueError(f"{line_set.kind} {line_set.name!r} of this {label} file: {exc}") from exc
-    for instance in description.set_instances:
-        kind = description.sets[instance.mesh].kind
-        try:
-            scene.add_instance(None, transform=instance.transform, name=instance.name,
-                               **{kind: set_ids[instance.mesh]})
-        except ValueError as exc:
-            raise ValueError(f"node {instance.name!r} of this {label} file: {exc}") from exc
+    place_description(scene, description, mesh_ids, set_ids)
     return scene
 
 
-def read_scene_description(source, file_type: str | None = None, name: str | None = None) -> SceneDescription:
+def place_description(scene: Scene, description: SceneDescription, mesh_ids: list[int], set_ids: list[int],
+                      transform=None) -> list[int]:
+    """Place the instances of a description whose meshes and sets were added to ``scene``
+    as ``mesh_ids`` and ``set_ids``, each transform premultiplied by ``transform`` (4, 4);
+    returns the new objects' ids, the meshes' instances' then the sets'.
+
+    The mesh instances are placed in one vectorised edit (``Scene.add_instances``):
+    a file of 300,000 nodes is no loop of 300,000 edits.
+
+    Raises
+    ------
+    ValueError
+        Naming the node: "node 'flat' of this GLB file: transform is not invertible ...".
+    """
+    from ..scene.checks import EntryError
+
+    label = label_of(description.file_type)
+    instances = InstanceRows.of(description.instances)
+    placed: list[int] = []
+    if len(instances):
+        transforms = instances.transforms
+        if transform is not None:
+            transforms = np.asarray(transform, np.float64) @ transforms
+        meshes = np.asarray(mesh_ids, np.int64)[instances.meshes]
+        try:
+            placed = scene.add_instances(meshes, transforms, [name or None for name in instances.names]).tolist()
+        except EntryError as exc:
+            raise ValueError(f"node {instances.names[exc.index]!r} of this {label} file: {exc.reason}") from exc
+    for instance in description.set_instances:
+        world = instance.transform if transform is None else np.asarray(transform, np.float64) @ instance.transform
+        kind = description.sets[instance.mesh].kind
+        try:
+            placed.append(scene.add_instance(None, transform=world, name=instance.name or None,
+                                             **{kind: set_ids[instance.mesh]}))
+        except ValueError as exc:
+            raise ValueError(f"node {instance.name!r} of this {label} file: {exc}") from exc
+    return placed
+
+
+def read_scene_description(source, file_type: str | None = None, name: str | None = None,
+                           limits: ReadLimits | None = None) -> SceneDescription:
     """Read the triangles of a file through trimesh as meshes and instances.
 
     Parameters
@@ -129,6 +168,10 @@ def read_scene_description(source, file_type: str | None = None, name: str | Non
         an OBJ without ``o``/``g`` lines, a glTF whose node and mesh have no
         name). Without it such a mesh keeps trimesh's name: the file's name
         for a path (``"gear.stl"``), ``"geometry_0"`` for bytes.
+    limits : ReadLimits, optional
+        Bounds on what reading may expand: the bytes a compressed file or an
+        archive expands to (and their ratio to its size), the pixels of a
+        texture that is decoded. Default: no limit.
 
     Returns
     -------
@@ -154,7 +197,14 @@ def read_scene_description(source, file_type: str | None = None, name: str | Non
           1000 faces, but the file holds 512 (its data ends at byte 20480)";
         - a file with no triangles: "this PLY file has no triangles: it holds
           1 point cloud with 100 points";
-        - non-finite vertex coordinates or transforms, face indices out of range.
+        - non-finite vertex coordinates or transforms, face indices out of range;
+        - an archive or compressed file that is damaged, holds no mesh file, or
+          one of whose members cannot be read (the message names it).
+    LimitExceeded
+        (a ``ValueError``) A compressed file or archive that expands past
+        ``limits`` (refused as soon as it does, before the rest is expanded),
+        a texture whose header declares more pixels than ``limits`` (before
+        it is decoded); the message names the member or image and the limit.
 
     Notes
     -----
@@ -188,6 +238,14 @@ def read_scene_description(source, file_type: str | None = None, name: str | Non
       whose faces have different vertex counts (which trimesh refuses) is
       read here too, each k-gon as a fan of k - 2 triangles whose
       ``source_face`` is its row.
+    - Compressed files and archives (:mod:`bvh.io.archives`): ``zip``, ``tar``,
+      ``tar.gz``, ``tar.bz2``, ``tar.xz`` are expanded and every member whose
+      suffix is a mesh type read is read as above (its meshes, instances and
+      sets follow those of the members before it; other members, such as
+      textures and ``.bin`` buffers, are there for a ``.gltf`` to refer to);
+      ``obj.gz``, ``stl.bz2``, ``ply.xz``... are one compressed file of that
+      type (a path ``model.obj.gz`` says so by its name). ``3mf`` and ``3dxml``
+      are checked against ``limits`` before trimesh reads them.
     - Other formats: ``source_face`` is ``arange(F)``. For STL and glTF that is
       exact (they store triangles); for PLY and OFF files with quads or larger
       polygons, trimesh's triangulation does not say which polygon each
@@ -196,7 +254,15 @@ def read_scene_description(source, file_type: str | None = None, name: str | Non
       ``nx ny nz``, glTF ``NORMAL``), never computed; normals or uvs holding
       a non-finite value are dropped (None) rather than passed on.
     """
-    parsed = _parse(source, file_type)
+    limits = limits or ReadLimits()
+    data, path, file_type, resolver = read_source(source, file_type)
+    if is_compressed(file_type):
+        return _read_compressed(data if data is not None else read_path(path), path, file_type, name, limits)
+    return _described(_parse(data, path, file_type, resolver, limits), name)
+
+
+def _described(parsed: "_Parsed", name: str | None) -> SceneDescription:
+    """The description of a parsed source, its one unnamed mesh named ``name``."""
     try:
         description = describe(parsed.scene, parsed.file_type, parsed.obj_faces, parsed.obj_lines)
     except ValueError:
@@ -214,6 +280,44 @@ def read_scene_description(source, file_type: str | None = None, name: str | Non
     return description
 
 
+def _read_compressed(data: bytes, path: Path | None, file_type: str, name: str | None,
+                     limits: ReadLimits) -> SceneDescription:
+    """The meshes of every mesh file of an archive, or of a compressed file, expanded within ``limits``."""
+    import trimesh
+
+    label = label_of(file_type)
+    if not data:
+        raise ValueError(f"could not read this as {label}: the file is empty")
+    inner_name = None
+    if file_type not in ARCHIVES:
+        inner, _, compression = file_type.rpartition(".")
+        if not inner:
+            raise ValueError(f"could not read this as {label}: say which type of file it compresses, as "
+                             f"file_type='obj.{compression}' (or a file name ending in .obj.{compression})")
+        if path is not None:
+            inner_name = path.name[:-len(compression) - 1]
+    members = expand(data, file_type, label, limits, inner_name)
+    readable = [(member, member_file_type(member)) for member in members]
+    readable = [(member, kind) for member, kind in readable if kind is not None]
+    if not readable:
+        names = ", ".join(repr(member) for member in list(members)[:5]) or "nothing"
+        raise ValueError(f"could not read this as {label}: it holds no mesh file (it holds {names}"
+                         f"{', ...' if len(members) > 5 else ''})")
+    descriptions = []
+    for member, kind in readable:
+        folder = member.rpartition("/")[0]
+        # A .gltf finds its buffers and images beside it in the archive.
+        resolver = trimesh.resolvers.ZipResolver(members, namespace=folder or None)
+        try:
+            parsed = _parse(members[member], None, kind, resolver, limits)
+            descriptions.append(_described(parsed, name if len(readable) == 1 else None))
+        except LimitExceeded:
+            raise
+        except ValueError as exc:
+            raise ValueError(f"member {member!r} of this {label} file: {exc}") from exc
+    return merge_descriptions(descriptions, file_type)
+
+
 class _Parsed(NamedTuple):
     """A source read by trimesh (``scene``), with what the checks made
     before trimesh parsed it learnt: a glTF's JSON, an OBJ's face lines and
@@ -228,13 +332,12 @@ class _Parsed(NamedTuple):
     obj_lines: tuple | None
 
 
-def _parse(source, file_type: str | None) -> _Parsed:
-    """The source read as its file type says (see :func:`read_scene_description`)."""
-    data, path, file_type, resolver = read_source(source, file_type)
+def _parse(data: bytes | None, path: Path | None, file_type: str, resolver, limits: ReadLimits) -> _Parsed:
+    """A source (:func:`read_source`) read as its file type says (see :func:`read_scene_description`)."""
     obj_faces, scene, document = None, None, None
     # These are checked before trimesh parses them; a path is still handed to
     # trimesh as a path (but for an OBJ), which names the geometry after the file.
-    raw = data if data is not None or file_type not in ("obj", "glb", "ply") else read_path(path)
+    raw = data if data is not None or file_type not in ("obj", "glb", "ply", *ZIP_CONTAINERS) else read_path(path)
     obj_lines = None
     if file_type == "obj" and raw:
         data, obj_faces = prepare_obj(raw)
@@ -249,10 +352,12 @@ def _parse(source, file_type: str | None) -> _Parsed:
         # trimesh reads neither strips nor binary faces of different vertex counts.
         if ("tristrips" in names and "face" not in names) or (layout is not None and "face" in layout.ragged):
             scene = ply_own_scene(raw, layout, path.name if path is not None else "geometry_0")
+    elif file_type in ZIP_CONTAINERS and raw:
+        check_zip(raw, label_of(file_type), limits)
     if scene is None:
         scene = trimesh_scene(data, path, file_type, resolver)
     if file_type in ("glb", "gltf"):
-        read_gltf_alpha(scene, file_type, raw, data, path, document, resolver)
+        read_gltf_alpha(scene, file_type, raw, data, path, document, resolver, limits.texture_pixels)
     return _Parsed(scene, file_type, data, path, document, obj_faces, obj_lines)
 
 

@@ -7,11 +7,9 @@ import io
 import os
 from pathlib import Path
 
+from .archives import ARCHIVES, COMPRESSIONS, ZIP_CONTAINERS
 from .obj import obj_number_problem
 from .wording import label_of, reason
-
-# Archive suffixes made of two dots, which Path.suffix would cut in half.
-_COMPOUND_SUFFIXES = ("tar.gz", "tar.bz2")
 
 # A binary STL: an 80-byte header, a uint32 triangle count, 50 bytes a triangle.
 _STL_HEADER_BYTES = 84
@@ -23,14 +21,28 @@ _HINT_HEAD_BYTES = 4096
 
 
 def supported_file_types() -> list[str]:
-    """The file types trimesh can read here, sorted (``trimesh.available_formats()``).
+    """The file types read here, sorted: trimesh's (``trimesh.available_formats()``)
+    and the archives and compressions of :mod:`bvh.io.archives`.
 
     Some of them (``xyz`` point clouds, ``dxf`` drawings) never hold
     triangles; loading one raises the "has no triangles" ``ValueError``.
+    ``gz``, ``bz2`` and ``xz`` stand for ``<type>.gz`` and so on, a compressed
+    file of one of the others (``obj.gz``), which is accepted too.
     """
     import trimesh
 
-    return sorted(trimesh.available_formats())
+    return sorted(set(trimesh.available_formats()) | set(ARCHIVES) | set(COMPRESSIONS))
+
+
+def member_file_type(name: str) -> str | None:
+    """The file type of an archive's member by its suffix, when it is a file type
+    read here other than an archive, a compressed file or a zip container
+    (which are not expanded inside another); None otherwise."""
+    suffix = name.rpartition("/")[2].rpartition(".")
+    kind = suffix[2].lower() if suffix[1] else ""
+    if kind in COMPRESSIONS or kind in ARCHIVES or kind in ZIP_CONTAINERS or kind not in supported_file_types():
+        return None
+    return kind
 
 
 def read_source(source, file_type):
@@ -86,10 +98,10 @@ def read_path(path: Path, size: int = -1) -> bytes:
 
 
 def _suffix_type(path: Path) -> str:
-    name = path.name.lower()
-    for compound in _COMPOUND_SUFFIXES:
-        if name.endswith("." + compound):
-            return compound
+    suffixes = [suffix.lower() for suffix in path.suffixes]
+    if len(suffixes) >= 2 and suffixes[-1][1:] in COMPRESSIONS:
+        # model.obj.gz, scene.tar.bz2
+        return suffixes[-2][1:] + suffixes[-1]
     if not path.suffix:
         raise ValueError(f"cannot tell the file type of {str(path)!r}: it has no suffix; "
                          "pass file_type (e.g. file_type='obj')")
@@ -101,6 +113,13 @@ def _normalise_type(file_type) -> str:
         raise ValueError(f"file_type must be a string such as 'stl', not {file_type!r}")
     normalised = file_type.strip().lower().lstrip(".")
     supported = supported_file_types()
+    inner, dot, compression = normalised.rpartition(".")
+    if dot and compression in COMPRESSIONS and inner != "tar":
+        if inner in COMPRESSIONS or inner in ARCHIVES or inner in ZIP_CONTAINERS or inner not in supported:
+            raise ValueError(f"unsupported file type {inner!r} compressed as {compression!r}: a compressed file "
+                             f"holds one of " + ", ".join(kind for kind in supported if kind not in COMPRESSIONS
+                                                          and kind not in ARCHIVES and kind not in ZIP_CONTAINERS))
+        return normalised
     if normalised not in supported:
         raise ValueError(f"unsupported file type {normalised!r}: trimesh reads "
                          + ", ".join(supported))

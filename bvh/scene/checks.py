@@ -94,6 +94,23 @@ def check_id_array(name: str, object_ids) -> np.ndarray:
     return ids.astype(np.int64)
 
 
+class EntryError(ValueError):
+    """A refused entry of a batch: ``"transforms[3]: <reason>"``.
+
+    Attributes
+    ----------
+    index : int
+        The entry.
+    reason : str
+        What is wrong with it, without the entry's name.
+    """
+
+    def __init__(self, batch: str, index: int, reason: str):
+        super().__init__(f"{batch}[{index}]: {reason}")
+        self.index = index
+        self.reason = reason
+
+
 def matrix_problems(matrices: np.ndarray) -> np.ndarray:
     """(K,) bool: which of ``matrices (K, 4, 4)`` :func:`check_transform`
     refuses (NaN or infinity, last row not ``0 0 0 1``, singular or
@@ -168,8 +185,8 @@ def check_instance_arrays(mesh_ids, transforms, names=None, masks=None, pickable
         try:
             check_transform(matrices[entry])
         except ValueError as error:
-            raise ValueError(f"transforms[{entry}]: {error}") from None
-        raise ValueError(f"transforms[{entry}]: transform is not invertible: its 3x3 part is singular")
+            raise EntryError("transforms", entry, str(error)) from None
+        raise EntryError("transforms", entry, "transform is not invertible: its 3x3 part is singular")
     matrices[:, 3] = (0.0, 0.0, 0.0, 1.0)
     return InstanceArrays(_mesh_ids(mesh_ids, count), matrices, _names(names, count),
                           _masks(masks, count), _pickable(pickable, count))
@@ -216,7 +233,7 @@ def _names(names, count: int) -> list | None:
             try:
                 check_name(name)
             except ValueError as error:
-                raise ValueError(f"names[{entry}]: {error}") from None
+                raise EntryError("names", entry, str(error)) from None
     return names
 
 
@@ -232,7 +249,7 @@ def _masks(masks, count: int) -> np.ndarray:
         else (array < 0) | (array > ALL_BITS)
     if bad.any():
         entry = int(np.argmax(bad))
-        raise ValueError(f"masks[{entry}]: mask must be an integer in [0, 0xFFFFFFFF], got {array[entry]!r}")
+        raise EntryError("masks", entry, f"mask must be an integer in [0, 0xFFFFFFFF], got {array[entry]!r}")
     return array.astype(np.uint32)
 
 

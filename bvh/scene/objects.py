@@ -19,7 +19,8 @@ import numpy as np
 from ..builders.placement import place_moves, transformed_boxes
 from ..shapes import KIND_NAMES, MESH, REMOVED
 from ..validation import MAX_MESH_EXTENT
-from .checks import MAX_CONDITION, InstanceArrays, UnknownIdError, check_mesh_range, check_transform, is_index
+from .checks import (MAX_CONDITION, EntryError, InstanceArrays, UnknownIdError, check_mesh_range, check_transform,
+                     is_index)
 from .mesh_pack import MeshPack
 from .meshes import MeshRegistry
 from .recycling import frozen
@@ -307,7 +308,7 @@ class ObjectTable:
         cover, reported = self.placed_instances(pack, meshes, matrices)
         beyond = out_of_range(cover)
         if beyond.any():
-            raise ValueError(f"transforms[{int(np.argmax(beyond))}]: {OUT_OF_RANGE}")
+            raise EntryError("transforms", int(np.argmax(beyond)), OUT_OF_RANGE)
         first = self.count
         self._reserve(first + n)
         rows = slice(first, first + n)

@@ -18,6 +18,7 @@ from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from .errors import ClientError
+from .limits import BuildSlots
 from ..settings import Settings
 from ..store.store import SceneNotFound, SceneStore, StoredScene
 
@@ -39,7 +40,13 @@ def count_rays(request, count: int) -> None:
     request.app.state.metrics.count_rays(count)
 
 
+async def get_build_slots(request: Request) -> BuildSlots:
+    """The app's slots for uploads being read and built (``PICK_MAX_CONCURRENT_BUILDS``)."""
+    return request.app.state.build_slots
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+BuildSlotsDep = Annotated[BuildSlots, Depends(get_build_slots)]
 SceneStoreDep = Annotated[SceneStore, Depends(get_store)]
 
 #: How long a request that arrives during start-up waits for it before a 503.

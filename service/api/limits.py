@@ -1,5 +1,6 @@
 """Limits on what one request may ask: rays (``PICK_MAX_RAYS``), and upper bounds on the
-size of answers, checked against ``PICK_MAX_RESPONSE_MB``.
+size of answers, checked against ``PICK_MAX_RESPONSE_MB``; and on how many uploads
+are read and built at once (``PICK_MAX_CONCURRENT_BUILDS``, :class:`BuildSlots`).
 
 A camera pick of four million pixels would answer some 600 MB of JSON, built
 in memory first. Each bound here is the largest size the answer can take,
@@ -11,13 +12,55 @@ only know their size after the query; they are checked before serialising.
 """
 
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import orjson
 
 from .errors import ClientError
+from .openapi import ERROR_DESCRIPTIONS
+from .schemas import ErrorOut
 from ..settings import MEGABYTE, Settings
 from ..store.store import SceneView
+
+#: Seconds a client is told to wait (``Retry-After``) when every build slot is taken.
+BUILD_RETRY_AFTER = 2
+
+#: The OpenAPI ``responses`` entry of the upload routes' 503.
+BUILDS_BUSY_RESPONSE = {
+    "model": ErrorOut,
+    "description": ("PICK_MAX_CONCURRENT_BUILDS uploads are being read and built already (nothing was changed), "
+                    "or " + ERROR_DESCRIPTIONS[503]),
+    "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait before retrying"}},
+}
+
+
+class BuildSlots:
+    """At most ``limit`` uploads (files and inline meshes) read and build at once.
+
+    Reading and building a large file takes seconds and memory; past the
+    limit an upload is refused at once with 503 and ``Retry-After``, rather
+    than queued behind the others with its body held. Taken and given back on
+    the event loop's thread only, so a plain counter is enough.
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.busy = 0
+
+    @contextmanager
+    def slot(self):
+        """Hold one slot for the block; a :class:`ClientError` 503 when none is free."""
+        if self.busy >= self.limit:
+            raise ClientError(503, f"{self.busy} uploads are being read and built already, the most at once "
+                                   f"(PICK_MAX_CONCURRENT_BUILDS={self.limit}); nothing was changed: retry in "
+                                   f"{BUILD_RETRY_AFTER} s", headers={"Retry-After": str(BUILD_RETRY_AFTER)})
+        self.busy += 1
+        try:
+            yield
+        finally:
+            self.busy -= 1
+
 
 #: The longest float orjson writes (24 bytes) and the longest int64 (20 bytes).
 LONGEST_FLOAT = -2.2250738585072014e-308

@@ -17,10 +17,12 @@ from ..bodies import (JSON, MULTIPART, form_file, form_text, media_type, parse_j
 from ...queries import editing
 from ..bodies import OCTET_STREAM, read_body
 from ...queries.building import add_file_meshes, place_file_instances
-from ..deps import SceneMeshDep, SceneObjectDep, SceneStoreDep, StoredSceneDep, find_scene, scene_in_memory
+from ..deps import (BuildSlotsDep, SceneMeshDep, SceneObjectDep, SceneStoreDep, SettingsDep, StoredSceneDep,
+                    find_scene, scene_in_memory)
 from ..direct_route import DirectRoute
 from ...store.edits import Change
 from ..errors import ClientError, client_errors, validation_error
+from ..limits import BUILDS_BUSY_RESPONSE
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
 from ..schemas import (ErrorOut, InstanceCreate, Matrix4, MeshObjectCreate, ObjectBatch, ObjectBatchResult,
@@ -92,12 +94,15 @@ def _mesh_addition(body: MeshObjectCreate):
 
 @router.post("/scenes/{scene_id}/objects", status_code=201, response_model=ObjectList,
              responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
-                        422: {"model": ErrorOut}, **WRITE_REFUSALS},
+                        422: {"model": ErrorOut}, **WRITE_REFUSALS,
+                        503: BUILDS_BUSY_RESPONSE},
              openapi_extra=body_doc(ObjectCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["object"]))
-async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep):
+async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep, settings: SettingsDep,
+                      slots: BuildSlotsDep):
     """Add objects: every node of an uploaded file (multipart ``file``, optional ``transform``),
     an inline mesh (``vertices``, ``faces``), an instance of an existing mesh (``mesh``), or a
-    shape (``shape``). Answers with the new objects."""
+    shape (``shape``). Answers with the new objects. At most ``PICK_MAX_CONCURRENT_BUILDS``
+    files and inline meshes are read and built at once; past that, a 503."""
     scene_id = stored.id
     media = media_type(request)
     if media == MULTIPART:
@@ -113,7 +118,6 @@ async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStor
                 transform = np.asarray(MATRIX.validate_json(transform_text), np.float64)
             except ValidationError as error:
                 raise ClientError(422, "form field transform: " + validation_error(error).detail) from None
-        description = await run_in_threadpool(describe, mesh_file)
         mesh_ids: list[int] = []
 
         def prepare(scene):
@@ -123,6 +127,13 @@ async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStor
         def change(scene):
             with client_errors(f"file {mesh_file.filename!r}: "):
                 return place_file_instances(scene, description, mesh_ids, transform)
+
+        # One slot for reading and building both.
+        with slots.slot():
+            description = await run_in_threadpool(describe, mesh_file, settings)
+            _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
+        # Rendered off the event loop: a file's objects may be hundreds of thousands.
+        return await run_in_threadpool(JSONBytes, {"objects": objects}, 201)
     elif media == JSON:
         body = await parse_json_body(OBJECT_CREATE, await request.body(), OBJECT_TAGS)
         if not isinstance(body, MeshObjectCreate):
@@ -132,7 +143,8 @@ async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStor
         prepare, change = _mesh_addition(body)
     else:
         raise unsupported_media(media, "application/json, or multipart/form-data with a 'file' part")
-    _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
+    with slots.slot():
+        _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
     return JSONBytes({"objects": objects}, status_code=201)
 
 

@@ -1,23 +1,25 @@
 """``/scenes``: create from a file or inline meshes, list, read, delete."""
 
 import time
-from pathlib import PurePosixPath
 
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 import bvh
 
 from ..bodies import JSON, MULTIPART, form_file, form_text, media_type, parse_json_body, read_form, unsupported_media
 from ...queries.building import add_file_meshes, add_inline_meshes, place_file_instances, place_inline_meshes
-from ..deps import ReadyStoreDep, StoredSceneDep
+from ..deps import BuildSlotsDep, ReadyStoreDep, SettingsDep, StoredSceneDep
 from ..errors import ClientError, client_errors
+from ..limits import BUILDS_BUSY_RESPONSE
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
 from ..schemas import DISK_FULL, READ_ONLY, ErrorOut, SceneCreate, SceneList, SceneOut
-from ...queries.results import scene_json, scene_summary_json
+from ...queries.results import scene_json, scene_json_pieces, scene_summary_json
+from ...settings import Settings
 from ...store.store import SceneNotFound, SceneStore
-from ...queries.uploads import MeshFile, describe, read_upload
+from ...queries.uploads import MeshFile, describe, read_upload, upload_stem
 
 router = APIRouter(tags=["scenes"])
 
@@ -36,9 +38,9 @@ def _check_name(name: str | None) -> str | None:
     return name
 
 
-def _create_from_file(store: SceneStore, mesh_file: MeshFile, name: str | None):
+def _create_from_file(store: SceneStore, mesh_file: MeshFile, name: str | None, settings: Settings):
     start = time.perf_counter()
-    description = describe(mesh_file, name)
+    description = describe(mesh_file, settings, name)
     scene = bvh.Scene()
     with client_errors(f"file {mesh_file.filename!r}: "):
         place_file_instances(scene, description, add_file_meshes(scene, description))
@@ -53,27 +55,45 @@ def _create_from_meshes(store: SceneStore, body: SceneCreate):
     return store.create(scene, body.name, (time.perf_counter() - start) * 1e3)
 
 
+#: Scenes of more objects than this are answered as a stream (``scene_json_pieces``).
+STREAMED_OBJECTS = 2048
+
+
+def _scene_answer(stored, status_code: int = 200) -> Response:
+    """A scene's JSON with every object. Never rendered on the event loop: a large
+    scene's is streamed, its pieces made on worker threads as the client reads
+    (300,000 objects are some 90 MB of JSON and seconds of work), a small one's
+    rendered here, which the routes call on a worker thread."""
+    if len(stored.view.objects) > STREAMED_OBJECTS:
+        return StreamingResponse(scene_json_pieces(stored), status_code=status_code, media_type=JSON)
+    return JSONBytes(scene_json(stored), status_code=status_code)
+
+
 @router.post("/scenes", status_code=201, response_model=SceneOut,
-             responses={413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}, **DISK_FULL},
+             responses={413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}, **DISK_FULL,
+                        503: BUILDS_BUSY_RESPONSE},
              openapi_extra=body_doc(SceneCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["scene"]))
-async def create_scene(request: Request, store: ReadyStoreDep):
+async def create_scene(request: Request, store: ReadyStoreDep, settings: SettingsDep, slots: BuildSlotsDep):
     """Create a scene from an uploaded file (multipart ``file``, optional ``name``) or from
-    inline meshes (JSON). The scene is saved before the answer."""
+    inline meshes (JSON). The scene is saved before the answer. At most
+    ``PICK_MAX_CONCURRENT_BUILDS`` uploads are read and built at once; past that, a 503."""
     media = media_type(request)
     if media == MULTIPART:
         form = await read_form(request)
         try:
             mesh_file = await read_upload(form_file(form))
-            name = _check_name(form_text(form, "name")) or PurePosixPath(mesh_file.filename).stem or None
+            name = _check_name(form_text(form, "name")) or upload_stem(mesh_file.filename) or None
         finally:
             await form.close()
-        stored = await run_in_threadpool(_create_from_file, store, mesh_file, name)
+        with slots.slot():
+            stored = await run_in_threadpool(_create_from_file, store, mesh_file, name, settings)
     elif media == JSON:
         body = await parse_json_body(SceneCreate, await request.body())
-        stored = await run_in_threadpool(_create_from_meshes, store, body)
+        with slots.slot():
+            stored = await run_in_threadpool(_create_from_meshes, store, body)
     else:
         raise unsupported_media(media, "multipart/form-data with a 'file' part, or application/json")
-    return JSONBytes(scene_json(stored), status_code=201)
+    return await run_in_threadpool(_scene_answer, stored, 201)
 
 
 @router.get("/scenes", response_model=SceneList)
@@ -86,7 +106,7 @@ async def list_scenes(store: ReadyStoreDep):
 @router.get("/scenes/{scene_id}", response_model=SceneOut, responses={404: {"model": ErrorOut}})
 async def get_scene(stored: StoredSceneDep):
     """One scene with its objects."""
-    return JSONBytes(scene_json(stored))
+    return await run_in_threadpool(_scene_answer, stored)
 
 
 @router.delete("/scenes/{scene_id}", status_code=204, responses={404: {"model": ErrorOut}, **READ_ONLY})
