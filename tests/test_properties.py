@@ -124,9 +124,12 @@ def test_scaling_and_shifting_the_scene_keeps_the_hits(corners, rays, transform)
     moved = bvh.build(moved_vertices, faces).intersect(moved_origins, directions * scale)
     # Against the oracle on the same (rounded) float64 input: only grazing rays may differ.
     triangle, t, u, v, edge = reference.closest_hits(moved_vertices, faces, moved_origins, directions * scale)
-    # A ray starting on the surface (t near 0) may or may not count its start.
+    # A ray starting on the surface (t near 0) may or may not count its start; "near" includes
+    # what the shift's rounding moves a start by (1e6 * 2e-16 in world units, / scale in the
+    # scene's own), which at a scale of 1e-4 is more than 1e-6.
     unit = directions / np.linalg.norm(directions, axis=1, keepdims=True)
-    on_surface = reference.closest_hits(vertices, faces, origins, unit, -1e-6, 1e-6)[0] >= 0
+    near = 1e-6 + 4e-16 * abs(shift) / scale
+    on_surface = reference.closest_hits(vertices, faces, origins, unit, -near, near)[0] >= 0
     assert np.all(((moved.triangle >= 0) == (triangle >= 0)) | (np.abs(edge) < 1e-6) | on_surface)
     # And the hits are those of the untransformed scene, away from edges.
     base = bvh.build(vertices, faces).intersect(origins, directions)
