@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PICK_PATH_ALONE = """
 import sys
 import numpy as np
-from service import warmup
+from service.ops import warmup
 pick_path, rest = warmup.stages(np.random.default_rng(0))
 warmup.cache_counts()
 for step in pick_path:
