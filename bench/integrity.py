@@ -37,7 +37,8 @@ import time
 from pathlib import Path
 
 import httpx
-import numpy as np
+
+from testkit.meshes import grid_mesh
 
 from .load import Server
 
@@ -178,15 +179,6 @@ def damage_bars(edits: int, rounds: int) -> dict:
             "damaged journal bytes changed by later requests": changed,
             "write answers to damaged scenes": statuses, "verify exit code": verified.returncode,
             "cases verify reports": reported}
-
-
-def grid_mesh(side: int = 40) -> dict:
-    u, v = np.meshgrid(np.arange(side, dtype=float), np.arange(side, dtype=float))
-    vertices = np.stack([u.ravel(), v.ravel(), np.zeros(side * side)], axis=1) / side
-    cells = np.arange(side * side).reshape(side, side)[:-1, :-1].ravel()
-    faces = np.concatenate([np.stack([cells, cells + 1, cells + side], axis=1),
-                            np.stack([cells + 1, cells + side + 1, cells + side], axis=1)])
-    return {"vertices": vertices.tolist(), "faces": faces.tolist()}
 
 
 def full_disk_bars(threads: int, seconds: float) -> dict:

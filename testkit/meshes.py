@@ -70,3 +70,13 @@ def pick_rays(vertices, n, rng, axis_aligned_fraction=0.0):
         origins[:k] = targets[:k]
         origins[np.arange(k), axis] = centre[axis] - sign * radius
     return origins, directions
+
+
+def grid_mesh(side: int = 40) -> dict:
+    """A ``side`` × ``side`` vertex grid: a vertex update of it is a journal record of many pages."""
+    u, v = np.meshgrid(np.arange(side, dtype=float), np.arange(side, dtype=float))
+    vertices = np.stack([u.ravel(), v.ravel(), np.zeros(side * side)], axis=1) / side
+    cells = np.arange(side * side).reshape(side, side)[:-1, :-1].ravel()
+    faces = np.concatenate([np.stack([cells, cells + 1, cells + side], axis=1),
+                            np.stack([cells + 1, cells + side + 1, cells + side], axis=1)])
+    return {"vertices": vertices.tolist(), "faces": faces.tolist()}

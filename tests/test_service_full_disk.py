@@ -22,6 +22,7 @@ from websockets.sync.client import connect
 from service.queries.editing import BINARY_MOVE
 from tests.conftest import TRIANGLE
 from tests.test_service_durability import at
+from testkit.meshes import grid_mesh
 from testkit.servers import free_port, kill_9, start_server
 
 DISK_MB = 30
@@ -106,16 +107,6 @@ def wait_until(condition, seconds: float) -> bool:
             return False
         threading.Event().wait(0.05)
     return True
-
-
-def grid_mesh(side: int = 40) -> dict:
-    """A ``side`` × ``side`` vertex grid: a vertex update of it is a journal record of many pages."""
-    u, v = np.meshgrid(np.arange(side, dtype=float), np.arange(side, dtype=float))
-    vertices = np.stack([u.ravel(), v.ravel(), np.zeros(side * side)], axis=1) / side
-    cells = np.arange(side * side).reshape(side, side)[:-1, :-1].ravel()
-    faces = np.concatenate([np.stack([cells, cells + 1, cells + side], axis=1),
-                            np.stack([cells + 1, cells + side + 1, cells + side], axis=1)])
-    return {"vertices": vertices.tolist(), "faces": faces.tolist()}
 
 
 def edit(kind: str, base: str, scene_id: str, oid: int, x: float) -> int:
