@@ -365,6 +365,7 @@ class _Image:
             pytest.fail(f"RUN {script}\nexited {done.returncode}:\n{output[-4000:]}")
 
 
+@pytest.mark.slow
 def test_dockerfile_commands_install_warm_up_and_serve(tmp_path):
     if not (ROOT / "service" / "app.py").exists():
         pytest.skip("service/app.py does not exist yet: there is no service to start")
