@@ -8,7 +8,8 @@ depth), in the memory of the tree before last when no query reads it
 (:mod:`bvh.scene.recycling`). A refitted tree answers as a built one; it only
 costs more per ray as boxes grown by the motion overlap, so its SAH cost is
 tracked and, past :data:`REBUILD_RATIO` times its cost when built, the scene
-builds it anew.
+builds it anew: at once for a small scene, in the background for a large one
+(:mod:`bvh.scene.versions`), the refitted tree answering meanwhile.
 """
 
 import numpy as np
@@ -74,12 +75,16 @@ class TopLevel(Recycled):
     def build(cls, bounds: np.ndarray, live: np.ndarray) -> "TopLevel":
         """The tree over the world boxes ``bounds (O, 2, 3)`` of objects
         ``live (K,)`` whose boxes are finite."""
-        finite = live[np.isfinite(bounds[live]).all(axis=(1, 2))]
-        if finite.size:
-            boxes = bounds[finite].reshape(-1, 6)
+        return cls.from_boxes(*finite_boxes(bounds, live), bounds.shape[0])
+
+    @classmethod
+    def from_boxes(cls, objects: np.ndarray, boxes: np.ndarray, count: int) -> "TopLevel":
+        """The tree over ``boxes (K, 6)`` of ``objects (K,)`` among ``count``
+        objects (:func:`finite_boxes`)."""
+        if objects.size:
             tree = binned_sah_build(boxes, (boxes[:, :3] + boxes[:, 3:]) * 0.5, TOP_LEVEL_CONFIG)
-            return cls(collapse_to_wide(tree), finite[tree.order].astype(np.int32), bounds.shape[0])
-        return cls(np.zeros((1, ROW), np.float32), np.zeros(0, np.int32), bounds.shape[0])
+            return cls(collapse_to_wide(tree), objects[tree.order].astype(np.int32), count)
+        return cls(np.zeros((1, ROW), np.float32), np.zeros(0, np.int32), count)
 
     @property
     def traceable(self) -> bool:
@@ -98,8 +103,8 @@ class TopLevel(Recycled):
     def refitted(self, bounds: np.ndarray, moved: np.ndarray) -> "TopLevel | None":
         """This tree with the leaves of objects ``moved`` (sorted, each with a
         leaf: :meth:`holds`) refitted to their world boxes in ``bounds (O,
-        2, 3)``, and their ancestors' boxes; None when the refitted tree
-        costs more than :data:`REBUILD_RATIO` times this tree's cost when built.
+        2, 3)``, and their ancestors' boxes; its ``cost_ratio`` says how
+        much more it costs than this tree when built.
         """
         child = object.__new__(TopLevel)
         child.__dict__.update(self.__dict__)
@@ -111,8 +116,6 @@ class TopLevel(Recycled):
         changed = np.flatnonzero(written)
         child.cost_terms = self._replaced(child, "cost_terms", changed, _slot_costs(nodes, changed))
         child.cost = _top_cost(nodes, child.cost_terms)
-        if child.cost > REBUILD_RATIO * self.cost_built:
-            return None
         child.nodes = frozen(nodes)
         child._spares["nodes"] = (self.nodes, changed)
         return child
@@ -151,6 +154,13 @@ class TopLevel(Recycled):
         self.leaf_row[self.order[positions]] = np.repeat(leaf_row, sizes)
         self.leaf_slot = np.zeros(objects, np.int64)
         self.leaf_slot[self.order[positions]] = np.repeat(leaf_slot, sizes)
+
+
+def finite_boxes(bounds: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(objects (K,), boxes (K, 6))``: those of ``live`` whose world box in
+    ``bounds (O, 2, 3)`` is finite, and their boxes (copies)."""
+    finite = live[np.isfinite(bounds[live]).all(axis=(1, 2))]
+    return finite, bounds[finite].reshape(-1, 6)
 
 
 def _slot_costs(nodes: np.ndarray, rows: np.ndarray) -> np.ndarray:
