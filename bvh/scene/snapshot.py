@@ -43,7 +43,7 @@ class Snapshot(Recycled):
     """
 
     def __init__(self, pack: MeshPack, lp_pack, tight_nodes, kind, mesh_of, transform, inverse, mask, pickable,
-                 bounds, shape_start, shape_data):
+                 bounds, shape_start, shape_data, top: TopLevel | None = None):
         self.pack = pack
         self.lp_pack = lp_pack
         self.kind = kind
@@ -66,7 +66,8 @@ class Snapshot(Recycled):
         self.enabled = frozen(self.pick_enabled & ~self.line_points)
         self._lp_arrays = None
         self.inverse = frozen(_folded_inverse(pack, kind, mesh_of, inverse))
-        self.top = TopLevel.build(bounds, self.live)
+        # A tree given (a scene just opened has its saved one) or built.
+        self.top = TopLevel.build(bounds, self.live) if top is None else top
         self.traceable = self.top.traceable
         self.interpolates = bool(pack.has_normals.any() or pack.has_uvs.any())
         nodes = pack.nodes

@@ -15,7 +15,7 @@ builds it anew: at once for a small scene, in the background for a large one
 import numpy as np
 
 from ..builders.config import BuildConfig
-from ..builders.refit import refit_top_level
+from ..builders.refit import refit_top_level, row_sah_terms
 from ..builders.sah import binned_sah_build
 from ..walk.nodes import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, collapse_to_wide
 from .recycling import Recycled, frozen
@@ -120,6 +120,16 @@ class TopLevel(Recycled):
         child._spares["nodes"] = (self.nodes, changed)
         return child
 
+    def fits(self, bounds: np.ndarray, objects: np.ndarray) -> bool:
+        """Whether this tree is the one of objects ``objects`` (each with a
+        leaf: :meth:`holds`) with world boxes ``bounds (O, 2, 3)``: refitting
+        their leaves leaves every box as it is, bit for bit."""
+        nodes = self.nodes.copy()
+        refit_top_level(nodes, nodes.view(np.int32), self.order, bounds, self.leaf_row[objects],
+                        self.leaf_slot[objects], self.row_parent, self.row_parent_slot, self.row_depth,
+                        np.zeros(nodes.shape[0], np.bool_))
+        return np.array_equal(nodes.view(np.int32), self.nodes.view(np.int32))
+
     def _index(self, objects: int) -> None:
         """Where each object's leaf slot and each row's parent slot are, and
         each row's depth, from the links of ``self.nodes``."""
@@ -144,6 +154,9 @@ class TopLevel(Recycled):
             is_parent = np.isin(parent_row, level)
             level = children[is_parent]
             depth += 1
+            if depth > rows:
+                # Only links of a damaged save can do this: a build never makes a cycle.
+                raise ValueError("the tree's links form a cycle")
         self.depth = depth - 1
         leaf_row, leaf_slot = np.nonzero(count > 0)
         sizes = count[leaf_row, leaf_slot]
@@ -168,16 +181,10 @@ def _slot_costs(nodes: np.ndarray, rows: np.ndarray) -> np.ndarray:
     ``bvh.builders.refit.wide_sah_cost`` (area of each used slot times the top
     level's traversal cost, or its intersection cost per object of a leaf),
     before the division by the root's area."""
-    lo = nodes[rows, MIN_X:MAX_X].astype(np.float64).reshape(-1, 3, WIDTH)
-    hi = nodes[rows, MAX_X:CHILD_FIRST].astype(np.float64).reshape(-1, 3, WIDTH)
-    size = hi - lo
-    area = size[:, 0] * size[:, 1] + size[:, 1] * size[:, 2] + size[:, 2] * size[:, 0]
-    links = nodes.view(np.int32)
-    first = links[rows, CHILD_FIRST:CHILD_FIRST + WIDTH]
-    count = links[rows, CHILD_COUNT:CHILD_COUNT + WIDTH]
-    weight = np.where(count > 0, TOP_LEVEL_CONFIG.intersection_cost * count,
-                      np.where(first > 0, TOP_LEVEL_CONFIG.traversal_cost, 0.0))
-    return (area * weight).sum(axis=1)
+    out = np.empty(rows.shape[0])
+    row_sah_terms(nodes, nodes.view(np.int32), np.ascontiguousarray(rows, np.int64),
+                  TOP_LEVEL_CONFIG.traversal_cost, TOP_LEVEL_CONFIG.intersection_cost, out)
+    return out
 
 
 def _top_cost(nodes: np.ndarray, terms: np.ndarray) -> float:

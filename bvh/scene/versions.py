@@ -111,6 +111,10 @@ class Versions:
         self.builds = 0
         #: The background build of the top level under way, if any.
         self.rebuild: TopLevelRebuild | None = None
+        #: A top-level tree of the objects as they are, for the next whole
+        #: snapshot to take instead of building one (a scene just opened).
+        self.prebuilt: TopLevel | None = None
+        self._prebuilt_moved: list[np.ndarray] = []
         self._batching = 0
         self._stale = False
         # Per thread: the snapshot its queries answer from inside ``pinned``.
@@ -123,10 +127,13 @@ class Versions:
         refit (an object added or removed, a mesh changed)."""
         if moved is not None:
             self.moved = _pending(self.moved, moved)
+            if self.prebuilt is not None:
+                self._prebuilt_moved = _pending(self._prebuilt_moved, moved)
         elif flagged is not None:
             self.flagged = _pending(self.flagged, flagged)
         else:
             self._restructured = True
+            self.prebuilt = None
         if self._batching:
             self._stale = True
         else:
@@ -213,11 +220,13 @@ class Versions:
         starts, _, shape_data = table.shape_table()
         # Kernels index shape_data even when no object is a shape.
         shape_data = shape_data if shape_data.size else np.zeros(1)
-        self.builds += 1
+        top = self._take_prebuilt(table.bounds)
+        if top is None:
+            self.builds += 1
         snap = Snapshot(pack, lp_pack, self._meshes.tight_nodes(pack), table.kind[:n].copy(),
                         table.mesh_of[:n].copy(), table.transform[:n].copy(), table.inverse[:n],
                         table.mask[:n].copy(), table.pickable[:n].copy(), table.bounds[:n].copy(),
-                        starts.astype(np.int32), shape_data)
+                        starts.astype(np.int32), shape_data, top)
         if n > SYNC_BUILD_LIMIT:
             threading.Thread(target=snap.spare, name="bvh-spares", daemon=True).start()
         return snap
@@ -238,6 +247,26 @@ class Versions:
         elif rebuild is not None and moved.size:
             rebuild.moved = _pending(rebuild.moved, moved)
         return base.updated(self._objects, moved, flagged)
+
+    def _take_prebuilt(self, bounds: np.ndarray) -> TopLevel | None:
+        """:attr:`prebuilt`, refitted to the objects moved since it was given
+        (a journal replayed after opening); None when there is none or it
+        cannot follow them."""
+        top, self.prebuilt = self.prebuilt, None
+        moved, self._prebuilt_moved = _unique(self._prebuilt_moved), []
+        if top is None or not moved.size:
+            return top
+        if not top.holds(moved) or not np.isfinite(bounds[moved]).all():
+            return None
+        return top.refitted(bounds, moved)
+
+    def saved_top(self) -> TopLevel | None:
+        """The top-level tree of the objects as they are, for a save (call
+        with the lock held); None in a batch, or when making it would mean
+        building it."""
+        if self._batching or (self._snap is None and (self._base is None or self._restructured)):
+            return None
+        return self.current().top
 
     def wait_for_rebuild(self, timeout: float | None = None) -> bool:
         """Wait until no top-level tree is being built in the background;
