@@ -12,7 +12,8 @@ import pytest
 
 import bvh
 from bvh.builders.refit import wide_sah_cost
-from bvh.scene.top_level import REBUILD_RATIO
+from bvh.scene import versions
+from bvh.scene.top_level import REBUILD_RATIO, TopLevel
 from bvh.scene.versions import PENDING_LIMIT
 
 from testkit.meshes import pick_rays, sample_mesh
@@ -502,3 +503,121 @@ def test_the_bound_on_the_condition_number_never_accepts_what_the_svd_refuses():
             # the SVD's own test passes, with a factor of two to spare for its rounding.
             computed = np.linalg.svd(matrix[:3, :3], compute_uv=False)
             assert computed[-1] > computed[0] / MAX_CONDITION
+
+
+class _GatedBuilds:
+    """Background top-level builds held at their start until ``release``:
+    edits can be made while one is under way, deterministically."""
+
+    def __init__(self, monkeypatch):
+        self.gate = threading.Event()
+        self.entered = threading.Semaphore(0)
+        self.started = 0
+        build = TopLevel.from_boxes.__func__
+
+        def gated(cls, objects, boxes, count):
+            if threading.current_thread().name == "bvh-top-level":
+                self.started += 1
+                self.entered.release()
+                assert self.gate.wait(60.0)
+            return build(cls, objects, boxes, count)
+
+        monkeypatch.setattr(TopLevel, "from_boxes", classmethod(gated))
+        # Every scene here is large enough for its builds to go to the background.
+        monkeypatch.setattr(versions, "SYNC_BUILD_LIMIT", 0)
+
+    def release(self):
+        self.gate.set()
+
+
+def _scramble(scene, rng, ids, count=8):
+    chosen = rng.choice(ids, size=count, replace=False)
+    scene.set_transforms(chosen, np.stack([random_transform(rng, spread=60.0) for _ in chosen]))
+
+
+def _degrade(scene, rng, ids):
+    """Scramble objects until the top level asks for a build."""
+    for _ in range(100):
+        _scramble(scene, rng, ids)
+        if scene.top_level_cost_ratio() > REBUILD_RATIO:
+            return
+    raise AssertionError("scrambling never degraded the top level")
+
+
+def test_a_large_scenes_degraded_top_level_is_built_in_the_background_while_refits_answer(monkeypatch):
+    builds = _GatedBuilds(monkeypatch)
+    scene = _scene(count=150, seed=6)
+    ids = np.array([info.id for info in scene.objects])
+    rng = np.random.default_rng(7)
+    origins, directions = pick_rays(flatten(scene)[0], 400, np.random.default_rng(8))
+    _degrade(scene, rng, ids)
+    assert builds.entered.acquire(timeout=60.0)
+    assert scene.top_level_builds == 1 and builds.started == 1
+    # The build waits; edits and queries go on with the refitted tree, which
+    # answers as a fresh scene does however degraded it is.
+    for step in range(6):
+        if step % 2:
+            _scramble(scene, rng, ids)
+        else:
+            # A drag: objects moved a little, the build has them to follow.
+            chosen = rng.choice(ids, size=10, replace=False)
+            matrices = np.stack([scene.object(int(k)).transform for k in chosen])
+            matrices[:, :3, 3] += rng.normal(size=(10, 3)) * 0.05
+            scene.set_transforms(chosen, matrices)
+        _assert_same_hits(scene.intersect(origins, directions), _fresh(scene).intersect(origins, directions))
+    assert scene.top_level_cost_ratio() > REBUILD_RATIO
+    assert builds.started == 1, "one build at a time"
+    degraded = scene._snapshot().top.cost
+    builds.release()
+    assert scene.wait_for_rebuilds(60.0)
+    # The next query takes the new tree, refitted to the objects moved while it was built.
+    hits = scene.intersect(origins, directions)
+    assert scene.top_level_builds == 2
+    assert scene._snapshot().top.cost < degraded
+    _assert_same_hits(hits, _fresh(scene).intersect(origins, directions))
+    snap = scene._snapshot()
+    for info in scene.objects:
+        row, slot = snap.top.leaf_row[info.id], snap.top.leaf_slot[info.id]
+        box = snap.top.nodes[row, [slot + 4 * a for a in range(6)]]
+        assert (box[:3] <= info.bounds[0]).all() and (box[3:] >= info.bounds[1]).all()
+    # The tree taken over answers edits by refits as any other.
+    _scramble(scene, rng, ids, count=2)
+    _assert_same_hits(scene.intersect(origins, directions), _fresh(scene).intersect(origins, directions))
+
+
+def test_a_background_build_is_dropped_when_objects_are_added_or_removed_meanwhile(monkeypatch):
+    builds = _GatedBuilds(monkeypatch)
+    scene = _scene(count=120, seed=9)
+    ids = np.array([info.id for info in scene.objects])
+    rng = np.random.default_rng(10)
+    _degrade(scene, rng, ids)
+    scene.add_instance(scene.meshes[0].id, random_transform(rng, spread=20.0))
+    # The last object removed: the fresh scene numbers its objects alike.
+    scene.remove(scene.add_instance(scene.meshes[1].id, random_transform(rng, spread=20.0)))
+    origins, directions = pick_rays(flatten(scene)[0], 300, np.random.default_rng(11))
+    _assert_same_hits(scene.intersect(origins, directions), _fresh(scene).intersect(origins, directions))
+    assert scene.top_level_builds == 2, "the change built the top level anew, once"
+    builds.release()
+    assert scene.wait_for_rebuilds(60.0)
+    _scramble(scene, rng, ids[1:], count=2)
+    _assert_same_hits(scene.intersect(origins, directions), _fresh(scene).intersect(origins, directions))
+    assert scene.top_level_builds == 2, "the build of the scene before the change is not taken"
+
+
+def test_a_background_build_done_during_a_batch_is_taken_after_it(monkeypatch):
+    builds = _GatedBuilds(monkeypatch)
+    scene = _scene(count=120, seed=12)
+    ids = np.array([info.id for info in scene.objects])
+    rng = np.random.default_rng(13)
+    _degrade(scene, rng, ids)
+    origins, directions = pick_rays(flatten(scene)[0], 300, np.random.default_rng(14))
+    before = scene.intersect(origins, directions)
+    with scene.batch():
+        _scramble(scene, rng, ids)
+        builds.release()
+        assert scene.wait_for_rebuilds(60.0)
+        # Queries in the batch see the scene of before it, whole.
+        _assert_same_hits(scene.intersect(origins, directions), before)
+        assert scene.top_level_builds == 1
+    _assert_same_hits(scene.intersect(origins, directions), _fresh(scene).intersect(origins, directions))
+    assert scene.top_level_builds == 2

@@ -8,6 +8,7 @@ import trimesh
 
 import bvh
 from bvh.scene.checks import MAX_CONDITION
+from bvh.scene.saving import saved_top_level
 
 from testkit.meshes import pick_rays, sample_mesh
 from testkit.reference.raycast import closest_hits
@@ -250,3 +251,40 @@ def test_a_scene_placed_at_once_saves_and_opens(tmp_path):
     hits = opened.intersect(origins, directions)
     same_hits(hits, scene.intersect(origins, directions))
     assert hits.hit.mean() > 0.02
+
+
+def test_an_opened_scene_answers_from_its_saved_top_level(tmp_path, caplog):
+    rng = np.random.default_rng(22)
+    scene = bvh.Scene()
+    meshes = three_meshes(scene)
+    count = 3000
+    transforms = np.stack([random_transform(rng, scale_range=(0.1, 0.3), spread=60.0) for _ in range(count)])
+    scene.add_instances(meshes[rng.integers(0, 3, count)], transforms)
+    origins, directions = pick_rays(transforms[:, :3, 3], 1500, rng, axis_aligned_fraction=0.1)
+    scene.intersect(origins[:1], directions[:1])
+    moved = rng.choice(count, 40, replace=False)
+    scene.set_transforms(moved, transforms[moved] @ np.stack([random_transform(rng, spread=2.0) for _ in moved]))
+    scene.save(tmp_path / "many")
+    saved_nodes = scene._snapshot().top.nodes.copy()
+    opened = bvh.Scene.open(tmp_path / "many")
+    same_hits(opened.intersect(origins, directions), scene.intersect(origins, directions))
+    assert opened.top_level_builds == 0, "the saved tree answers: none was built"
+    assert np.array_equal(opened._snapshot().top.nodes.view(np.int32), saved_nodes.view(np.int32))
+
+    # Moves between opening and the first query (a journal replayed): the saved tree follows them.
+    again = bvh.Scene.open(tmp_path / "many")
+    step = np.stack([random_transform(rng, spread=30.0) for _ in range(25)])
+    for target in (scene, again):
+        target.set_transforms(moved[:25], step)
+    same_hits(again.intersect(origins, directions), scene.intersect(origins, directions))
+    assert again.top_level_builds == 0
+
+    # A tree that is not the objects' is not taken.
+    arrays = {"top_nodes": saved_nodes, "top_order": opened._snapshot().top.order}
+    table = opened._objects
+    bounds = table.bounds[:table.count].copy()
+    bounds[7] += 1.0
+    with caplog.at_level("WARNING", logger="bvh"):
+        assert saved_top_level(arrays, bounds, table.live()) is None
+    assert "not the objects' boxes" in caplog.text
+    assert saved_top_level({**arrays, "top_order": arrays["top_order"][1:]}, bounds, table.live()) is None

@@ -169,6 +169,31 @@ def _refit(vertices, offset, row_faces, dropped_faces, nodes, links, triangles, 
     return 0, 0
 
 
+@jit_inline
+def _row_sah_term(nodes, links, node, traversal_cost, intersection_cost):
+    # Row ``node``'s share of :func:`wide_sah_cost`'s sum, before the division by the root's area.
+    total = 0.0
+    for slot in range(WIDTH):
+        count = links[node, CHILD_COUNT + slot]
+        if count == 0 and links[node, CHILD_FIRST + slot] == 0:
+            continue
+        dx = np.float64(nodes[node, MAX_X + slot]) - nodes[node, MIN_X + slot]
+        dy = np.float64(nodes[node, MAX_X + 4 + slot]) - nodes[node, MIN_X + 4 + slot]
+        dz = np.float64(nodes[node, MAX_X + 8 + slot]) - nodes[node, MIN_X + 8 + slot]
+        area = dx * dy + dy * dz + dz * dx
+        total += area * (intersection_cost * count if count > 0 else traversal_cost)
+    return total
+
+
+@jit
+def row_sah_terms(nodes, links, rows, traversal_cost, intersection_cost, out):
+    """``out[i]``: row ``rows[i]``'s share of :func:`wide_sah_cost`'s sum of
+    the tree ``nodes`` (before the division by the root's area), so that a
+    refit of a few rows updates the sum in O(rows)."""
+    for i in range(rows.shape[0]):
+        out[i] = _row_sah_term(nodes, links, rows[i], traversal_cost, intersection_cost)
+
+
 @jit
 def wide_sah_cost(nodes, links, traversal_cost, intersection_cost):
     """SAH cost of a four-wide tree (see :mod:`bvh.walk.nodes`), in units of
@@ -180,19 +205,13 @@ def wide_sah_cost(nodes, links, traversal_cost, intersection_cost):
     root_lo = np.full(3, np.inf)
     root_hi = np.full(3, -np.inf)
     for node in range(nodes.shape[0]):
-        for slot in range(WIDTH):
-            count = links[node, CHILD_COUNT + slot]
-            if count == 0 and links[node, CHILD_FIRST + slot] == 0:
-                continue
-            dx = np.float64(nodes[node, MAX_X + slot]) - nodes[node, MIN_X + slot]
-            dy = np.float64(nodes[node, MAX_X + 4 + slot]) - nodes[node, MIN_X + 4 + slot]
-            dz = np.float64(nodes[node, MAX_X + 8 + slot]) - nodes[node, MIN_X + 8 + slot]
-            area = dx * dy + dy * dz + dz * dx
-            total += area * (intersection_cost * count if count > 0 else traversal_cost)
-            if node == 0:
-                for axis in range(3):
-                    root_lo[axis] = min(root_lo[axis], nodes[0, MIN_X + 4 * axis + slot])
-                    root_hi[axis] = max(root_hi[axis], nodes[0, MAX_X + 4 * axis + slot])
+        total += _row_sah_term(nodes, links, node, traversal_cost, intersection_cost)
+    for slot in range(WIDTH):
+        if links[0, CHILD_COUNT + slot] == 0 and links[0, CHILD_FIRST + slot] == 0:
+            continue
+        for axis in range(3):
+            root_lo[axis] = min(root_lo[axis], nodes[0, MIN_X + 4 * axis + slot])
+            root_hi[axis] = max(root_hi[axis], nodes[0, MAX_X + 4 * axis + slot])
     if total == 0.0:
         return 0.0
     dx = root_hi[0] - root_lo[0]

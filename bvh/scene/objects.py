@@ -460,19 +460,21 @@ class ObjectTable:
         self.live_count -= ids.shape[0]
 
     # --------------------------------------------------------------- saving
-    def saved(self) -> tuple[dict, list, list, np.ndarray]:
-        """``(arrays, names, params, shape lengths)`` of the table as a save
+    def saved(self) -> tuple[dict, list, list]:
+        """``(arrays, names, params)`` of the table as a save
         writes it (copies; names are replaced, never changed in place, and
         params dicts are never changed after an add), and a new :attr:`token`
         drawn if the arrays changed since it was last drawn."""
         n = self.count
-        starts, lengths, shape_data = self.shape_table()
+        starts, _, shape_data = self.shape_table()
         if self.token is None:
             self.token = uuid.uuid4().hex
         arrays = dict(object_kind=self.kind[:n].copy(), object_mesh=self.mesh_of[:n].copy(),
                       object_transform=self.transform[:n].copy(), object_mask=self.mask[:n].copy(),
-                      object_pickable=self.pickable[:n].copy(), shape_start=starts, shape_data=shape_data)
-        return arrays, list(self.names), list(self.params), lengths
+                      object_pickable=self.pickable[:n].copy(), shape_start=starts, shape_data=shape_data,
+                      object_inverse=self.inverse[:n].copy(), object_bounds=self.bounds[:n].copy(),
+                      object_reported=self.reported[:n].copy())
+        return arrays, list(self.names), list(self.params)
 
     def restore(self, kind, mesh_of, transform, mask, pickable, names: list, params: list) -> None:
         """Make saved columns this table's (a scene being opened); the
@@ -486,13 +488,20 @@ class ObjectTable:
         self.count = n
         self.live_count = int((kind != REMOVED).sum())
 
-    def place_restored(self, pack: MeshPack) -> None:
-        """Inverses and world boxes of every live object of a restored table."""
+    def place_restored(self, pack: MeshPack, placed: tuple | None = None) -> None:
+        """Inverses and world boxes of every live object of a restored table:
+        ``placed``, ``(inverse, bounds, reported)`` as :meth:`saved` wrote
+        them (what placing computes from the saved transforms, to the last
+        bit; a million objects' inverses take a second to compute), else
+        computed."""
         live = self.live()
+        if placed is not None:
+            self.inverse, self.bounds, self.reported = (np.array(a, np.float64) for a in placed)
         if live.size:
-            self.inverse[live] = affine_inverses(self.transform[live])
-            self.bounds[live], self.reported[live] = self.placed_bounds(pack, self.mesh_or_shape(live), live,
-                                                                        self.transform[live])
+            if placed is None:
+                self.inverse[live] = affine_inverses(self.transform[live])
+                self.bounds[live], self.reported[live] = self.placed_bounds(pack, self.mesh_or_shape(live), live,
+                                                                            self.transform[live])
             beyond = out_of_range(self.bounds[live])
             if beyond.any():
                 raise ValueError(f"object {int(live[np.argmax(beyond)])}: {OUT_OF_RANGE}")

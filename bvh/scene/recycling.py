@@ -66,6 +66,19 @@ class Recycled:
             return copy
         return current.copy()
 
+    def spare(self, *names: str) -> None:
+        """Give this generation a copy of each of its arrays ``names`` for its
+        first derivation to write into. Made on a background thread after a
+        whole build of a large scene, so that the first edit after it does
+        not copy the arrays of a million objects on the editor's thread."""
+        for name in names:
+            if name in self._spares:
+                continue
+            current = getattr(self, name)
+            copy = aligned_empty(current.shape, current.dtype) if name in self.ALIGNED else np.empty_like(current)
+            copy[:] = current
+            self._spares.setdefault(name, (copy, np.zeros(0, np.int64)))
+
     def _replaced(self, child: "Recycled", name: str, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
         """The read-only array ``name`` of ``child``: this generation's with
         ``rows`` set to ``values`` (:meth:`_writable`); this generation's own

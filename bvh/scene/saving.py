@@ -18,6 +18,7 @@ import numpy as np
 
 from ..builders.config import BuildConfig
 from ..io import persistence
+from ..walk.nodes import ROW
 from ..queries import alpha as alpha_columns
 from ..shapes import KIND_NAMES, LINES, MESH, POINTS, make_shape
 from . import line_point_pack
@@ -27,12 +28,18 @@ from .mesh_pack import (ALPHA_ARRAY_NAMES, ARRAY_NAMES, MeshPack, alpha_defaults
                         empty_pack, freeze, mesh_inputs, with_opaque_rects)
 from .meshes import MeshRegistry
 from .objects import ObjectTable
+from .top_level import TopLevel, finite_boxes
 
 _log = logging.getLogger("bvh")
 
 #: The object table's arrays, as saved.
 OBJECT_ARRAYS = ("object_kind", "object_mesh", "object_transform", "object_mask", "object_pickable",
                  "shape_start", "shape_data")
+#: What placing the objects computes from those, saved since 2026-12 so that
+#: opening a million objects does not compute it again.
+PLACED_ARRAYS = ("object_inverse", "object_bounds", "object_reported")
+#: The top-level tree of the saved objects, when the save could take it.
+TOP_LEVEL_ARRAYS = ("top_nodes", "top_order")
 
 
 class SceneSaving:
@@ -90,7 +97,7 @@ class SceneSaving:
         with self._save_lock:
             with self._lock:
                 captured = capture(self._meshes, self._line_sets, self._objects,
-                                   self._annotations if given is None else given)
+                                   self._annotations if given is None else given, self._versions.saved_top())
             write(directory, captured)
             if given is not None:
                 # Given ones become the scene's; its own are left as they are now: an edit
@@ -116,6 +123,8 @@ class SceneSaving:
         ``renew_pack``: its mesh pack is new, so the next save writes it."""
         scene = cls()
         scene._annotations = restore(scene._meshes, scene._line_sets, scene._objects, metadata, arrays)
+        objects = scene._objects
+        scene._versions.prebuilt = saved_top_level(arrays, objects.bounds[:objects.count], objects.live())
         if renew_pack:
             scene._meshes.token = uuid.uuid4().hex
         return scene
@@ -132,7 +141,6 @@ class Captured(NamedTuple):
     mesh_keys: dict
     object_names: list
     params: list
-    shape_lengths: np.ndarray
     pack_token: str
     objects_token: str
     annotations: dict
@@ -140,29 +148,37 @@ class Captured(NamedTuple):
     lp_token: str
 
 
-def capture(meshes: MeshRegistry, line_sets: LineSets, objects: ObjectTable, annotations: dict) -> Captured:
+def capture(meshes: MeshRegistry, line_sets: LineSets, objects: ObjectTable, annotations: dict,
+            top: TopLevel | None) -> Captured:
     """The scene's state for a save (call with the scene's lock held): copies
     of the object arrays; the packs themselves, which are never changed in
-    place (a change replaces them)."""
+    place (a change replaces them); ``top``, the top-level tree of the
+    objects as they are, if the scene has it."""
     arrays, tokens = meshes.saved()
     lp_arrays, lp_tokens = line_sets.saved()
-    object_arrays, object_names, params, lengths = objects.saved()
+    object_arrays, object_names, params = objects.saved()
     arrays.update(lp_arrays)
     arrays.update(object_arrays)
     tokens.update(lp_tokens)
-    tokens.update({name: objects.token for name in OBJECT_ARRAYS})
-    return Captured(arrays, tokens, list(meshes.names), dict(meshes.keys), object_names, params, lengths,
+    tokens.update({name: objects.token for name in OBJECT_ARRAYS + PLACED_ARRAYS})
+    if top is not None:
+        arrays.update(top_nodes=top.nodes, top_order=top.order)
+        # The tree of these objects at this token: a refit to the same boxes gives it bit for bit.
+        tokens.update({name: objects.token for name in TOP_LEVEL_ARRAYS})
+    return Captured(arrays, tokens, list(meshes.names), dict(meshes.keys), object_names, params,
                     meshes.token, objects.token, annotations, list(line_sets.names), line_sets.token)
 
 
 def write(directory, captured: Captured) -> None:
     """Write a captured state to ``directory`` (without the scene's lock)."""
+    names, params = captured.object_names, captured.params
     metadata = {
         "mesh_names": captured.mesh_names,
         "mesh_keys": captured.mesh_keys,
-        "object_names": captured.object_names,
-        "shape_params": [dict(p) for p in captured.params],
-        "shape_lengths": captured.shape_lengths.tolist(),
+        # Only the objects that have a name, and the shapes' parameters: a
+        # million unnamed instances make no million entries of JSON.
+        "named_objects": [[k, names[k]] for k in range(len(names)) if names[k] is not None],
+        "shape_objects": [[k, dict(params[k])] for k in range(len(params)) if params[k]],
         "pack_token": captured.pack_token,
         "objects_token": captured.objects_token,
         "annotations": captured.annotations,
@@ -229,11 +245,7 @@ def restore(meshes: MeshRegistry, line_sets: LineSets, objects: ObjectTable, met
         raise ValueError(f"{len(mesh_names)} mesh names for {pack.mesh_count} meshes")
     kind = np.array(arrays["object_kind"], np.int32)
     n = kind.shape[0]
-    names = list(metadata["object_names"])
-    params = [dict(p) for p in metadata["shape_params"]]
-    lengths = np.asarray(metadata["shape_lengths"], np.int64)
-    if not len(names) == len(params) == lengths.shape[0] == n:
-        raise ValueError(f"the object table has {n} rows but {len(names)} names")
+    names, params = _object_names_and_params(metadata, n)
     mesh_of = np.array(arrays["object_mesh"], np.int32)
     objects.restore(kind, mesh_of, np.array(arrays["object_transform"], np.float64),
                     np.array(arrays["object_mask"], np.uint32), np.array(arrays["object_pickable"], bool), names,
@@ -256,17 +268,66 @@ def restore(meshes: MeshRegistry, line_sets: LineSets, objects: ObjectTable, met
         objects.shape_box[oid] = line_sets.box(g)
     for oid in live[(kind[live] != MESH) & ~curves[live]].tolist():
         _, data, _, local = make_shape(KIND_NAMES[int(kind[oid])], **params[oid])
-        stored = shape_data[starts[oid]:starts[oid] + lengths[oid]]
+        stored = shape_data[starts[oid]:starts[oid] + data.shape[0]]
         if stored.shape != data.shape or not np.array_equal(stored, data):
             raise ValueError(f"shape data of object {oid} does not match its parameters")
         objects.shape_data[oid] = data
         objects.shape_box[oid] = local
-    objects.place_restored(pack)
+    placed = None
+    if all(name in arrays for name in PLACED_ARRAYS):
+        placed = tuple(np.asarray(arrays[name]) for name in PLACED_ARRAYS)
+        if any(array.shape != shape for array, shape in zip(placed, ((n, 3, 4), (n, 2, 3), (n, 2, 3)))):
+            raise ValueError(f"the placed objects' arrays do not have {n} rows")
+    objects.place_restored(pack, placed)
     annotations = metadata.get("annotations", {})
     if not isinstance(annotations, dict):
         raise ValueError(f"annotations must be a dict, got {type(annotations).__name__}")
     objects.token = str(metadata["objects_token"])
     return annotations
+
+
+def saved_top_level(arrays: dict, bounds: np.ndarray, live: np.ndarray) -> TopLevel | None:
+    """The saved top-level tree of objects whose world boxes are ``bounds
+    (O, 2, 3)``, when the save has one and it is theirs: it holds each of
+    ``live``'s objects with a finite box once, and refitting all of it to
+    ``bounds`` gives it bit for bit. None otherwise (the scene builds one)."""
+    if not all(name in arrays for name in TOP_LEVEL_ARRAYS):
+        return None
+    nodes, order = np.asarray(arrays["top_nodes"]), np.asarray(arrays["top_order"])
+    finite, _ = finite_boxes(bounds, live)
+    try:
+        if nodes.dtype != np.float32 or nodes.ndim != 2 or nodes.shape[1] != ROW or order.dtype != np.int32 \
+                or not np.array_equal(np.sort(order), finite):
+            raise ValueError("its objects are not the scene's")
+        top = TopLevel(nodes, order, bounds.shape[0])
+        if finite.size and not top.holds(finite):
+            raise ValueError("its leaves miss objects")
+        if not top.fits(bounds, finite):
+            raise ValueError("its boxes are not the objects' boxes")
+    except (ValueError, IndexError) as error:
+        _log.warning("the saved top-level tree was not used (%s): it is built anew", error)
+        return None
+    return top
+
+
+def _object_names_and_params(metadata: dict, n: int) -> tuple[list, list]:
+    """The ``n`` objects' names and shape parameters from a save's manifest:
+    listed for every object (saves before 2026-12), or for those that have
+    them."""
+    if "object_names" in metadata:
+        names = list(metadata["object_names"])
+        params = [dict(p) for p in metadata["shape_params"]]
+        if not len(names) == len(params) == n:
+            raise ValueError(f"the object table has {n} rows but {len(names)} names")
+        return names, params
+    names, params = [None] * n, [{}] * n
+    for column, entries, convert in ((names, metadata["named_objects"], str),
+                                     (params, metadata["shape_objects"], dict)):
+        for oid, value in entries:
+            if not isinstance(oid, int) or not 0 <= oid < n:
+                raise ValueError(f"the manifest names object {oid!r} of {n}")
+            column[oid] = convert(value)
+    return names, params
 
 
 def _rebuilt_trees(arrays: dict) -> dict:

@@ -19,6 +19,7 @@ lock, edits a part and records the change.
 """
 
 import threading
+import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -137,8 +138,11 @@ class Scene(SceneQueries, SceneSaving):
             return self._meshes.cost_ratio(mesh_id)
 
     def wait_for_rebuilds(self, timeout: float | None = None) -> bool:
-        """Wait until no mesh is being rebuilt; False if ``timeout`` seconds passed first."""
-        return self._meshes.wait_for_rebuilds(timeout)
+        """Wait until no mesh and no top level is being rebuilt in the
+        background; False if ``timeout`` seconds passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return self._meshes.wait_for_rebuilds(timeout) and self._versions.wait_for_rebuild(
+            None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def mesh_vertices(self, mesh_id) -> np.ndarray:
         """(V, 3) float64: the mesh's vertices as added (read-only)."""
@@ -499,7 +503,7 @@ class Scene(SceneQueries, SceneSaving):
         """SAH cost (``bvh.builders.refit.wide_sah_cost``) of the top-level tree the
         scene's queries use now over its cost when it was last built: 1.0
         after a build, moved by refits (see ``REBUILD_RATIO``, past which
-        the next query builds it anew)."""
+        a new one is built: see ``bvh.scene.versions``)."""
         return self._snapshot().top.cost_ratio
 
     @property

@@ -43,7 +43,7 @@ class Snapshot(Recycled):
     """
 
     def __init__(self, pack: MeshPack, lp_pack, tight_nodes, kind, mesh_of, transform, inverse, mask, pickable,
-                 bounds, shape_start, shape_data):
+                 bounds, shape_start, shape_data, top: TopLevel | None = None):
         self.pack = pack
         self.lp_pack = lp_pack
         self.kind = kind
@@ -66,7 +66,8 @@ class Snapshot(Recycled):
         self.enabled = frozen(self.pick_enabled & ~self.line_points)
         self._lp_arrays = None
         self.inverse = frozen(_folded_inverse(pack, kind, mesh_of, inverse))
-        self.top = TopLevel.build(bounds, self.live)
+        # A tree given (a scene just opened has its saved one) or built.
+        self.top = TopLevel.build(bounds, self.live) if top is None else top
         self.traceable = self.top.traceable
         self.interpolates = bool(pack.has_normals.any() or pack.has_uvs.any())
         nodes = pack.nodes
@@ -83,11 +84,12 @@ class Snapshot(Recycled):
         self.alpha_arrays = (self.arrays.mesh_of, pack.face_index, pack.mesh_alpha_start, pack.alpha_faces,
                              pack.alpha_face_material, pack.alpha_materials, pack.alpha_texels)
 
-    def updated(self, table, moved: np.ndarray, flagged: np.ndarray) -> "Snapshot | None":
+    def updated(self, table, moved: np.ndarray, flagged: np.ndarray, top: TopLevel | None = None,
+                top_moved: np.ndarray | None = None) -> "Snapshot | None":
         """This snapshot with objects ``moved`` given new transforms and
         boxes and objects ``flagged`` new masks or pickability, the top-level
         tree refitted, not rebuilt; None when that cannot be (an object moved
-        in or out of the tree, or the refitted tree passed ``REBUILD_RATIO``).
+        in or out of the tree).
 
         Parameters
         ----------
@@ -97,6 +99,10 @@ class Snapshot(Recycled):
             ``pickable`` and ``bounds`` are read.
         moved, flagged : (M,), (F,) int64
             Live objects, sorted, without repeats.
+        top : TopLevel, optional
+            A tree built in the background from the boxes of an earlier
+            snapshot, to refit and answer from instead of this one's: its
+            objects ``top_moved`` (sorted, a superset of ``moved``) moved since.
 
         Notes
         -----
@@ -126,13 +132,25 @@ class Snapshot(Recycled):
             snap.inverse = arrays["inverse"] = self._replaced(
                 snap, "inverse", moved,
                 _folded_inverse(self.pack, table.kind[moved], table.mesh_of[moved], table.inverse[moved]))
+        if top is not None:
+            snap.top = top.refitted(snap.bounds, top_moved) if top_moved.size else top
+        elif moved.size:
             snap.top = self.top.refitted(snap.bounds, moved)
-            if snap.top is None:
-                return None
+        if snap.top is not self.top:
             nodes = snap.top.nodes
-            arrays.update(top_nodes=nodes.reshape(-1), top_links=nodes.view(np.int32).reshape(-1))
+            arrays.update(top_nodes=nodes.reshape(-1), top_links=nodes.view(np.int32).reshape(-1),
+                          top_order=snap.top.order)
         snap.arrays = self.arrays._replace(**arrays)
         return snap
+
+    def spare(self, *names: str) -> None:
+        """:meth:`Recycled.spare` of this snapshot's per-object arrays and its
+        top level's nodes, when called with no names."""
+        if names:
+            super().spare(*names)
+        else:
+            super().spare("transform", "bounds", "inverse")
+            self.top.spare("nodes", "cost_terms")
 
     def with_enabled(self, enabled: np.ndarray) -> SceneArrays:
         if enabled is self.enabled:

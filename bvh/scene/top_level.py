@@ -8,13 +8,14 @@ depth), in the memory of the tree before last when no query reads it
 (:mod:`bvh.scene.recycling`). A refitted tree answers as a built one; it only
 costs more per ray as boxes grown by the motion overlap, so its SAH cost is
 tracked and, past :data:`REBUILD_RATIO` times its cost when built, the scene
-builds it anew.
+builds it anew: at once for a small scene, in the background for a large one
+(:mod:`bvh.scene.versions`), the refitted tree answering meanwhile.
 """
 
 import numpy as np
 
 from ..builders.config import BuildConfig
-from ..builders.refit import refit_top_level
+from ..builders.refit import refit_top_level, row_sah_terms
 from ..builders.sah import binned_sah_build
 from ..walk.nodes import CHILD_COUNT, CHILD_FIRST, MAX_X, MIN_X, ROW, WIDTH, collapse_to_wide
 from .recycling import Recycled, frozen
@@ -74,12 +75,16 @@ class TopLevel(Recycled):
     def build(cls, bounds: np.ndarray, live: np.ndarray) -> "TopLevel":
         """The tree over the world boxes ``bounds (O, 2, 3)`` of objects
         ``live (K,)`` whose boxes are finite."""
-        finite = live[np.isfinite(bounds[live]).all(axis=(1, 2))]
-        if finite.size:
-            boxes = bounds[finite].reshape(-1, 6)
+        return cls.from_boxes(*finite_boxes(bounds, live), bounds.shape[0])
+
+    @classmethod
+    def from_boxes(cls, objects: np.ndarray, boxes: np.ndarray, count: int) -> "TopLevel":
+        """The tree over ``boxes (K, 6)`` of ``objects (K,)`` among ``count``
+        objects (:func:`finite_boxes`)."""
+        if objects.size:
             tree = binned_sah_build(boxes, (boxes[:, :3] + boxes[:, 3:]) * 0.5, TOP_LEVEL_CONFIG)
-            return cls(collapse_to_wide(tree), finite[tree.order].astype(np.int32), bounds.shape[0])
-        return cls(np.zeros((1, ROW), np.float32), np.zeros(0, np.int32), bounds.shape[0])
+            return cls(collapse_to_wide(tree), objects[tree.order].astype(np.int32), count)
+        return cls(np.zeros((1, ROW), np.float32), np.zeros(0, np.int32), count)
 
     @property
     def traceable(self) -> bool:
@@ -98,8 +103,8 @@ class TopLevel(Recycled):
     def refitted(self, bounds: np.ndarray, moved: np.ndarray) -> "TopLevel | None":
         """This tree with the leaves of objects ``moved`` (sorted, each with a
         leaf: :meth:`holds`) refitted to their world boxes in ``bounds (O,
-        2, 3)``, and their ancestors' boxes; None when the refitted tree
-        costs more than :data:`REBUILD_RATIO` times this tree's cost when built.
+        2, 3)``, and their ancestors' boxes; its ``cost_ratio`` says how
+        much more it costs than this tree when built.
         """
         child = object.__new__(TopLevel)
         child.__dict__.update(self.__dict__)
@@ -111,11 +116,19 @@ class TopLevel(Recycled):
         changed = np.flatnonzero(written)
         child.cost_terms = self._replaced(child, "cost_terms", changed, _slot_costs(nodes, changed))
         child.cost = _top_cost(nodes, child.cost_terms)
-        if child.cost > REBUILD_RATIO * self.cost_built:
-            return None
         child.nodes = frozen(nodes)
         child._spares["nodes"] = (self.nodes, changed)
         return child
+
+    def fits(self, bounds: np.ndarray, objects: np.ndarray) -> bool:
+        """Whether this tree is the one of objects ``objects`` (each with a
+        leaf: :meth:`holds`) with world boxes ``bounds (O, 2, 3)``: refitting
+        their leaves leaves every box as it is, bit for bit."""
+        nodes = self.nodes.copy()
+        refit_top_level(nodes, nodes.view(np.int32), self.order, bounds, self.leaf_row[objects],
+                        self.leaf_slot[objects], self.row_parent, self.row_parent_slot, self.row_depth,
+                        np.zeros(nodes.shape[0], np.bool_))
+        return np.array_equal(nodes.view(np.int32), self.nodes.view(np.int32))
 
     def _index(self, objects: int) -> None:
         """Where each object's leaf slot and each row's parent slot are, and
@@ -141,6 +154,9 @@ class TopLevel(Recycled):
             is_parent = np.isin(parent_row, level)
             level = children[is_parent]
             depth += 1
+            if depth > rows:
+                # Only links of a damaged save can do this: a build never makes a cycle.
+                raise ValueError("the tree's links form a cycle")
         self.depth = depth - 1
         leaf_row, leaf_slot = np.nonzero(count > 0)
         sizes = count[leaf_row, leaf_slot]
@@ -153,21 +169,22 @@ class TopLevel(Recycled):
         self.leaf_slot[self.order[positions]] = np.repeat(leaf_slot, sizes)
 
 
+def finite_boxes(bounds: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(objects (K,), boxes (K, 6))``: those of ``live`` whose world box in
+    ``bounds (O, 2, 3)`` is finite, and their boxes (copies)."""
+    finite = live[np.isfinite(bounds[live]).all(axis=(1, 2))]
+    return finite, bounds[finite].reshape(-1, 6)
+
+
 def _slot_costs(nodes: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """(R,) float64: each of ``rows``' share of the SAH sum of
     ``bvh.builders.refit.wide_sah_cost`` (area of each used slot times the top
     level's traversal cost, or its intersection cost per object of a leaf),
     before the division by the root's area."""
-    lo = nodes[rows, MIN_X:MAX_X].astype(np.float64).reshape(-1, 3, WIDTH)
-    hi = nodes[rows, MAX_X:CHILD_FIRST].astype(np.float64).reshape(-1, 3, WIDTH)
-    size = hi - lo
-    area = size[:, 0] * size[:, 1] + size[:, 1] * size[:, 2] + size[:, 2] * size[:, 0]
-    links = nodes.view(np.int32)
-    first = links[rows, CHILD_FIRST:CHILD_FIRST + WIDTH]
-    count = links[rows, CHILD_COUNT:CHILD_COUNT + WIDTH]
-    weight = np.where(count > 0, TOP_LEVEL_CONFIG.intersection_cost * count,
-                      np.where(first > 0, TOP_LEVEL_CONFIG.traversal_cost, 0.0))
-    return (area * weight).sum(axis=1)
+    out = np.empty(rows.shape[0])
+    row_sah_terms(nodes, nodes.view(np.int32), np.ascontiguousarray(rows, np.int64),
+                  TOP_LEVEL_CONFIG.traversal_cost, TOP_LEVEL_CONFIG.intersection_cost, out)
+    return out
 
 
 def _top_cost(nodes: np.ndarray, terms: np.ndarray) -> float:
