@@ -24,8 +24,6 @@ from ..walk.space import ray_setup
 from ..walk.traversal import make_step, make_traversal, new_stack
 
 _closest_step = make_step(closest_hit_leaf)
-_any_traversal = make_traversal(any_hit_leaf)
-_count_traversal = make_traversal(count_hits_leaf)
 _collect_traversal = make_traversal(collect_hits_leaf)
 
 
@@ -150,18 +148,35 @@ def closest_hits_parallel(nodes, links, tris, face_index, offset, origins, direc
                        normal, front_face)
 
 
+def _make_answer_rays(traversal, empty):
+    """The block loop of a query with one answer per ray, which its leaf
+    test writes (``occluded``, hit counts): each ray's answer set to
+    ``empty``, then its walk by ``traversal`` (:func:`make_traversal` of the
+    leaf test). Inlined into the block kernels, as the walk is."""
+
+    @jit_inline
+    def answer_rays(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, answers):
+        stack_first, stack_count, stack_t = new_stack()
+        flat_nodes = nodes.reshape(nodes.size)
+        flat_links = links.reshape(links.size)
+        flat_tris = tris.reshape(tris.size)
+        out = (answers,)
+        for i in range(start, end):
+            answers[i] = empty
+            traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+                      origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
+                      tmin, tmax, i, out, stack_first, stack_count, stack_t)
+
+    return answer_rays
+
+
+_occluded_rays = _make_answer_rays(make_traversal(any_hit_leaf), False)
+_count_rays = _make_answer_rays(make_traversal(count_hits_leaf), 0)
+
+
 @jit
 def _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, occluded):
-    stack_first, stack_count, stack_t = new_stack()
-    flat_nodes = nodes.reshape(nodes.size)
-    flat_links = links.reshape(links.size)
-    flat_tris = tris.reshape(tris.size)
-    out = (occluded,)
-    for i in range(start, end):
-        occluded[i] = False
-        _any_traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
-                 origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
-                 tmin, tmax, i, out, stack_first, stack_count, stack_t)
+    _occluded_rays(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, occluded)
 
 
 @jit
@@ -180,16 +195,7 @@ def occluded_parallel(nodes, links, tris, offset, origins, directions, tmin, tma
 
 @jit
 def _count_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, counts):
-    stack_first, stack_count, stack_t = new_stack()
-    flat_nodes = nodes.reshape(nodes.size)
-    flat_links = links.reshape(links.size)
-    flat_tris = tris.reshape(tris.size)
-    out = (counts,)
-    for i in range(start, end):
-        counts[i] = 0
-        _count_traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
-                 origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
-                 tmin, tmax, i, out, stack_first, stack_count, stack_t)
+    _count_rays(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, counts)
 
 
 @jit_parallel

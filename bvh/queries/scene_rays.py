@@ -204,8 +204,6 @@ def _collect_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, o
 
 _closest_step = make_instance_step(closest_mesh_leaf, closest_shape_leaf)
 _closest_walk = make_instance_walk(closest_mesh_leaf, closest_shape_leaf)
-_any_walk = make_instance_walk(_any_mesh_leaf, _any_shape_leaf)
-_count_walk = make_instance_walk(_count_mesh_leaf, _count_shape_leaf)
 _collect_walk = make_instance_walk(_collect_mesh_leaf, _collect_shape_leaf)
 
 
@@ -419,14 +417,31 @@ def closest_hits_parallel(scene, alpha, origins, directions, tmin, tmax, cull, o
 # ------------------------------------------------------------------ any hit
 
 
+def _make_answer_rays(walk, empty):
+    """The block loop of a query with one answer per ray, which its leaf
+    tests write (``occluded``, hit counts): each ray's answer set to
+    ``empty``, then its walk by ``walk`` (:func:`make_instance_walk` of the
+    leaf tests). Inlined into the block kernels, as the walk is."""
+
+    @jit_inline
+    def answer_rays(scene, alpha, origins, directions, tmin, tmax, start, end, answers):
+        scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
+        stack_first, stack_count, stack_t = new_stack()
+        out = (answers, alpha)
+        for i in range(start, end):
+            answers[i] = empty
+            walk(scene, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
+
+    return answer_rays
+
+
+_occluded_rays = _make_answer_rays(make_instance_walk(_any_mesh_leaf, _any_shape_leaf), False)
+_count_rays = _make_answer_rays(make_instance_walk(_count_mesh_leaf, _count_shape_leaf), 0)
+
+
 @jit
 def _occluded_block(scene, alpha, origins, directions, tmin, tmax, start, end, occluded):
-    scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
-    stack_first, stack_count, stack_t = new_stack()
-    out = (occluded, alpha)
-    for i in range(start, end):
-        occluded[i] = False
-        _any_walk(scene, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
+    _occluded_rays(scene, alpha, origins, directions, tmin, tmax, start, end, occluded)
 
 
 @jit
@@ -447,12 +462,7 @@ def occluded_parallel(scene, alpha, origins, directions, tmin, tmax, occluded):
 
 @jit
 def _count_block(scene, alpha, origins, directions, tmin, tmax, start, end, counts):
-    scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
-    stack_first, stack_count, stack_t = new_stack()
-    out = (counts, alpha)
-    for i in range(start, end):
-        counts[i] = 0
-        _count_walk(scene, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
+    _count_rays(scene, alpha, origins, directions, tmin, tmax, start, end, counts)
 
 
 @jit_parallel
