@@ -17,7 +17,8 @@ from numba import prange
 
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from .ray_triangle import (HIT_ROW, HIT_T, HIT_U, HIT_V, any_hit_leaf, closest_hit_leaf, collect_hits_leaf,
-                           count_hits_leaf, hit_record, share_vertex, sort_hits, triangle_edges)
+                           count_hits_leaf, hit_record, share_vertex, sort_hits, triangle_edges,
+                           write_miss)
 from ..walk.borrow import borrowed
 from ..walk.drivers import make_tree_lanes
 from ..walk.space import ray_setup
@@ -48,12 +49,7 @@ def _finish_closest(start, end, tris, face_index, origins, directions, rows, tri
         k = rows[i]
         if k < 0:
             triangle[i] = -1
-            t[i] = np.inf
-            u[i] = np.nan
-            v[i] = np.nan
-            for c in range(3):
-                point[i, c] = np.nan
-                normal[i, c] = np.nan
+            write_miss(i, t, u, v, point, normal)
             front_face[i] = False
             continue
         triangle[i] = face_index[k]

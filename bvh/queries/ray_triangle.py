@@ -90,6 +90,19 @@ hit_record = frame_array(HIT_RECORD, np.float64)
 """A hit record in the calling kernel's frame (:func:`bvh.walk.borrow.frame_array`)."""
 
 
+@jit_inline
+def write_miss(i, t, u, v, point, normal):
+    """Row ``i`` of a query's surface outputs when it found nothing: ``t``
+    inf, the barycentrics ``u``, ``v`` and the ``(N, 3)`` ``point`` and
+    ``normal`` NaN (the sentinels of closest hits and sphere casts)."""
+    t[i] = np.inf
+    u[i] = np.nan
+    v[i] = np.nan
+    for c in range(3):
+        point[i, c] = np.nan
+        normal[i, c] = np.nan
+
+
 def make_triangle_leaves(passes):
     """The four leaf tests (closest, any, count and collect hits), keeping
     only the candidates for which ``passes(test, k, u, v, obj)`` holds: a

@@ -24,7 +24,7 @@ from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from .alpha import any_hit_leaf_alpha, closest_hit_leaf_alpha, collect_hits_leaf_alpha, count_hits_leaf_alpha
 from ..walk.borrow import borrowed, frame_array
 from .ray_triangle import (HIT_NORMAL, HIT_OBJECT, HIT_ROW, HIT_T, HIT_U, HIT_V, hit_record, share_vertex, sort_hits,
-                           triangle_edges)
+                           triangle_edges, write_miss)
 from ..shapes import MESH, NO_HIT, next_after, shape_hit
 from ..walk.drivers import make_instance_lanes
 from ..walk.space import object_ray, ray_of, ray_setup
@@ -230,12 +230,7 @@ def finish_closest(start, end, base, kind, mesh_of, inverse, tris, face_index, o
             out_object[i] = -1
             out_mesh[i] = -1
             out_triangle[i] = -1
-            t[i] = np.inf
-            u[i] = np.nan
-            v[i] = np.nan
-            for c in range(3):
-                point[i, c] = np.nan
-                normal[i, c] = np.nan
+            write_miss(i, t, u, v, point, normal)
             front_face[i] = False
             continue
         out_object[i] = o

@@ -60,7 +60,7 @@ from numba import prange
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from ..walk.borrow import borrowed, frame_array
 from .closest_point import closest_on_triangle
-from .ray_triangle import EDGE_TOLERANCE, triangle_edges
+from .ray_triangle import EDGE_TOLERANCE, triangle_edges, write_miss
 from ..primitives.rays import crossings_inside
 from ..shapes import BOX, QUAD, SPHERE, polygon_point, polygon_row
 from ..walk.space import (MAP_00, MAP_01, MAP_02, MAP_03, MAP_10, MAP_11, MAP_12, MAP_13, MAP_20, MAP_21, MAP_22,
@@ -631,13 +631,9 @@ def _finish(record, window, i, ox, oy, oz, directions, rows, t, u, v, point, cen
     against the ray where that is too short (:data:`NORMAL_FLOOR`)."""
     rows[i] = np.int32(record[CAST_ROW])
     if record[CAST_OBJECT] < 0.0:
-        t[i] = np.inf
-        u[i] = np.nan
-        v[i] = np.nan
+        write_miss(i, t, u, v, point, normal)
         for c in range(3):
-            point[i, c] = np.nan
             centre[i, c] = np.nan
-            normal[i, c] = np.nan
         return
     tmin, radius, dx, dy, dz, length = _path(window)
     ti = record[CAST_T]
