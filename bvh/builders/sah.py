@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 from .._jit import jit, jit_inline
+from .boxes import EMPTY_BOX, box_area, point_box, read_box, union, write_box
 from .config import BuildConfig
 from .tree import Tree
 
@@ -70,43 +71,15 @@ NO_LISTED_BOXES = np.empty((0, BOX))
 
 
 @jit_inline
-def _box_area(lo0, lo1, lo2, hi0, hi1, hi2):
-    dx = hi0 - lo0
-    dy = hi1 - lo1
-    dz = hi2 - lo2
-    return 2.0 * (dx * dy + dy * dz + dz * dx)
-
-
-@jit_inline
 def _range_box(prims, start, end, box):
     """The 12-number box of build-order rows ``start:end`` of ``prims``."""
-    lo0 = lo1 = lo2 = clo0 = clo1 = clo2 = np.inf
-    hi0 = hi1 = hi2 = chi0 = chi1 = chi2 = -np.inf
+    bounds = EMPTY_BOX
+    centroids = EMPTY_BOX
     for k in range(start, end):
-        lo0 = min(lo0, prims[k, 0])
-        lo1 = min(lo1, prims[k, 1])
-        lo2 = min(lo2, prims[k, 2])
-        hi0 = max(hi0, prims[k, 3])
-        hi1 = max(hi1, prims[k, 4])
-        hi2 = max(hi2, prims[k, 5])
-        clo0 = min(clo0, prims[k, 6])
-        clo1 = min(clo1, prims[k, 7])
-        clo2 = min(clo2, prims[k, 8])
-        chi0 = max(chi0, prims[k, 6])
-        chi1 = max(chi1, prims[k, 7])
-        chi2 = max(chi2, prims[k, 8])
-    box[0] = lo0
-    box[1] = lo1
-    box[2] = lo2
-    box[3] = hi0
-    box[4] = hi1
-    box[5] = hi2
-    box[6] = clo0
-    box[7] = clo1
-    box[8] = clo2
-    box[9] = chi0
-    box[10] = chi1
-    box[11] = chi2
+        bounds = union(bounds, (prims[k, 0], prims[k, 1], prims[k, 2], prims[k, 3], prims[k, 4], prims[k, 5]))
+        centroids = union(centroids, point_box(prims[k, CENTROID], prims[k, CENTROID + 1], prims[k, CENTROID + 2]))
+    write_box(bounds, box, 0)
+    write_box(centroids, box, 6)
 
 
 @jit_inline
@@ -166,7 +139,7 @@ def _bin_range(prims, start, end, box, scale, bins, bin_count, bin_box):
 def _best_split(bin_count, bin_box, box, scale, size, bins, c_trav, c_isect, right_area, right_count):
     """``(axis, bin)`` of the cheapest split, bins ``<= bin`` going left;
     axis -1 when no split is cheaper than a leaf of ``size`` primitives."""
-    area = _box_area(box[0], box[1], box[2], box[3], box[4], box[5])
+    area = box_area(read_box(box, 0))
     best_cost = c_isect * size
     split_axis = -1
     split_bin = 0
@@ -175,25 +148,18 @@ def _best_split(bin_count, bin_box, box, scale, size, bins, c_trav, c_isect, rig
             continue
         # Right-to-left sweep: area and count of bins b..bins-1. Empty bins
         # change neither, so their entries are copied, not recomputed.
-        rlo0 = rlo1 = rlo2 = np.inf
-        rhi0 = rhi1 = rhi2 = -np.inf
+        right_bounds = EMPTY_BOX
         acc = 0
         area_here = 0.0
         for b in range(bins - 1, 0, -1):
             q = a * bins + b
             if bin_count[q] > 0:
                 acc += bin_count[q]
-                rlo0 = min(rlo0, bin_box[BIN * q])
-                rlo1 = min(rlo1, bin_box[BIN * q + 1])
-                rlo2 = min(rlo2, bin_box[BIN * q + 2])
-                rhi0 = max(rhi0, bin_box[BIN * q + 3])
-                rhi1 = max(rhi1, bin_box[BIN * q + 4])
-                rhi2 = max(rhi2, bin_box[BIN * q + 5])
-                area_here = _box_area(rlo0, rlo1, rlo2, rhi0, rhi1, rhi2)
+                right_bounds = union(right_bounds, read_box(bin_box, BIN * q))
+                area_here = box_area(right_bounds)
             right_count[b] = acc
             right_area[b] = area_here
-        llo0 = llo1 = llo2 = np.inf
-        lhi0 = lhi1 = lhi2 = -np.inf
+        left_bounds = EMPTY_BOX
         left = 0
         for b in range(0, bins - 1):
             q = a * bins + b
@@ -202,16 +168,11 @@ def _best_split(bin_count, bin_box, box, scale, size, bins, c_trav, c_isect, rig
             if bin_count[q] == 0:
                 continue
             left += bin_count[q]
-            llo0 = min(llo0, bin_box[BIN * q])
-            llo1 = min(llo1, bin_box[BIN * q + 1])
-            llo2 = min(llo2, bin_box[BIN * q + 2])
-            lhi0 = max(lhi0, bin_box[BIN * q + 3])
-            lhi1 = max(lhi1, bin_box[BIN * q + 4])
-            lhi2 = max(lhi2, bin_box[BIN * q + 5])
+            left_bounds = union(left_bounds, read_box(bin_box, BIN * q))
             right = right_count[b + 1]
             if right == 0:
                 break
-            left_area = _box_area(llo0, llo1, llo2, lhi0, lhi1, lhi2)
+            left_area = box_area(left_bounds)
             cost = c_trav + c_isect * (left_area * left + right_area[b + 1] * right) / area
             if cost < best_cost:
                 best_cost = cost
@@ -230,29 +191,16 @@ def _partition(prims, order, start, end, axis, box, scale, bins, split_bin, left
     origin = box[6 + axis]
     column = CENTROID + axis
     last = np.uint64(split_bin)
-    llo0 = llo1 = llo2 = rlo0 = rlo1 = rlo2 = np.inf
-    lhi0 = lhi1 = lhi2 = rhi0 = rhi1 = rhi2 = -np.inf
+    left = right = EMPTY_BOX
     i = start
     j = end - 1
     while i <= j:
-        c0 = prims[i, CENTROID]
-        c1 = prims[i, CENTROID + 1]
-        c2 = prims[i, CENTROID + 2]
+        centroid = point_box(prims[i, CENTROID], prims[i, CENTROID + 1], prims[i, CENTROID + 2])
         if _bin_of(prims[i, column], origin, scale, bins) <= last:
-            llo0 = min(llo0, c0)
-            llo1 = min(llo1, c1)
-            llo2 = min(llo2, c2)
-            lhi0 = max(lhi0, c0)
-            lhi1 = max(lhi1, c1)
-            lhi2 = max(lhi2, c2)
+            left = union(left, centroid)
             i += 1
         else:
-            rlo0 = min(rlo0, c0)
-            rlo1 = min(rlo1, c1)
-            rlo2 = min(rlo2, c2)
-            rhi0 = max(rhi0, c0)
-            rhi1 = max(rhi1, c1)
-            rhi2 = max(rhi2, c2)
+            right = union(right, centroid)
             for c in range(PRIM):
                 held = prims[i, c]
                 prims[i, c] = prims[j, c]
@@ -261,18 +209,8 @@ def _partition(prims, order, start, end, axis, box, scale, bins, split_bin, left
             order[i] = order[j]
             order[j] = held_index
             j -= 1
-    left_box[6] = llo0
-    left_box[7] = llo1
-    left_box[8] = llo2
-    left_box[9] = lhi0
-    left_box[10] = lhi1
-    left_box[11] = lhi2
-    right_box[6] = rlo0
-    right_box[7] = rlo1
-    right_box[8] = rlo2
-    right_box[9] = rhi0
-    right_box[10] = rhi1
-    right_box[11] = rhi2
+    write_box(left, left_box, 6)
+    write_box(right, right_box, 6)
     return i
 
 

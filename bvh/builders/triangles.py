@@ -8,6 +8,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit_inline, jit_parallel
+from .boxes import EMPTY_BOX, point_box, union, write_box
 
 
 class TriangleData(NamedTuple):
@@ -84,23 +85,12 @@ def _used_bounds(vertices, faces, partial):
     n = faces.shape[0]
     chunks = partial.shape[0]
     for chunk in prange(chunks):
-        lo0 = lo1 = lo2 = np.inf
-        hi0 = hi1 = hi2 = -np.inf
+        bounds = EMPTY_BOX
         for f in range(chunk * n // chunks, (chunk + 1) * n // chunks):
             for corner in range(3):
                 row = faces[f, corner]
-                lo0 = min(lo0, vertices[row, 0])
-                lo1 = min(lo1, vertices[row, 1])
-                lo2 = min(lo2, vertices[row, 2])
-                hi0 = max(hi0, vertices[row, 0])
-                hi1 = max(hi1, vertices[row, 1])
-                hi2 = max(hi2, vertices[row, 2])
-        partial[chunk, 0] = lo0
-        partial[chunk, 1] = lo1
-        partial[chunk, 2] = lo2
-        partial[chunk, 3] = hi0
-        partial[chunk, 4] = hi1
-        partial[chunk, 5] = hi2
+                bounds = union(bounds, point_box(vertices[row, 0], vertices[row, 1], vertices[row, 2]))
+        write_box(bounds, partial[chunk], 0)
 
 
 def used_bounds(vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._jit import FAR, jit
+from .._jit import FAR, jit, jit_inline
 from . import _validate as check
 
 #: A ray is treated as parallel to a plane (or a triangle's or polygon's
@@ -101,6 +101,23 @@ def _outputs(n: int, extra: int = 0):
     return t, normal, extras
 
 
+@jit_inline
+def ray_at(origins, directions, i):
+    """Ray ``i``: ``(ox, oy, oz, dx, dy, dz)``."""
+    return origins[i, 0], origins[i, 1], origins[i, 2], directions[i, 0], directions[i, 1], directions[i, 2]
+
+
+@jit_inline
+def write_hit(i, t, normal, t_out, n_out):
+    """Ray ``i``'s ``t`` (``FAR`` on a miss) and the shape's unit ``normal``
+    (zeros on a miss) into the outputs, for the flat shapes, whose normal is
+    the same at every hit."""
+    t_out[i] = t
+    hit = 1.0 if t < FAR else 0.0
+    for c in range(3):
+        n_out[i, c] = hit * normal[c]
+
+
 # --------------------------------------------------------------------- plane
 
 
@@ -125,10 +142,7 @@ def _ray_plane_kernel(origins, directions, point, normal, tmin, tmax, t_out, n_o
         t = plane_one(origins[i, 0], origins[i, 1], origins[i, 2],
                       directions[i, 0], directions[i, 1], directions[i, 2],
                       point[0], point[1], point[2], normal[0], normal[1], normal[2], tmin, tmax)
-        t_out[i] = t
-        hit = 1.0 if t < FAR else 0.0
-        for c in range(3):
-            n_out[i, c] = hit * normal[c]
+        write_hit(i, t, normal, t_out, n_out)
 
 
 def ray_plane(origins, directions, point, normal, tmin=0.0, tmax=np.inf) -> RayHits:
@@ -220,12 +234,7 @@ def _ray_sphere_kernel(origins, directions, center, radius, tmin, tmax, t_out, n
     cy = center[1]
     cz = center[2]
     for i in range(origins.shape[0]):
-        ox = origins[i, 0]
-        oy = origins[i, 1]
-        oz = origins[i, 2]
-        dx = directions[i, 0]
-        dy = directions[i, 1]
-        dz = directions[i, 2]
+        ox, oy, oz, dx, dy, dz = ray_at(origins, directions, i)
         t = sphere_one(ox, oy, oz, dx, dy, dz, cx, cy, cz, radius, tmin, tmax)
         t_out[i] = t
         if t < FAR:
@@ -547,12 +556,9 @@ def _ray_triangle_kernel(origins, directions, a, e1, e2, unit_normal, n_len2, tm
                                 directions[i, 0], directions[i, 1], directions[i, 2],
                                 a[0], a[1], a[2], e1[0], e1[1], e1[2], e2[0], e2[1], e2[2],
                                 n_len2, tmin, tmax, cull)
-        t_out[i] = t
+        write_hit(i, t, unit_normal, t_out, n_out)
         u_out[i] = u
         v_out[i] = v
-        hit = 1.0 if t < FAR else 0.0
-        for c in range(3):
-            n_out[i, c] = hit * unit_normal[c]
 
 
 def triangle_frame(a, b, c):
@@ -651,12 +657,7 @@ def _ray_polygon_kernel(origins, directions, point, normal, drop, xs, ys, tmin, 
     k0 = 1 if drop == 0 else 0
     k1 = 1 if drop == 2 else 2
     for i in range(origins.shape[0]):
-        ox = origins[i, 0]
-        oy = origins[i, 1]
-        oz = origins[i, 2]
-        dx = directions[i, 0]
-        dy = directions[i, 1]
-        dz = directions[i, 2]
+        ox, oy, oz, dx, dy, dz = ray_at(origins, directions, i)
         t = plane_one(ox, oy, oz, dx, dy, dz, point[0], point[1], point[2],
                       normal[0], normal[1], normal[2], tmin, tmax)
         if t < FAR:
@@ -667,10 +668,7 @@ def _ray_polygon_kernel(origins, directions, point, normal, drop, xs, ys, tmin, 
             h1 = hy if k1 == 1 else hz
             if not crossings_inside(h0, h1, xs, ys):
                 t = FAR
-        t_out[i] = t
-        hit = 1.0 if t < FAR else 0.0
-        for c in range(3):
-            n_out[i, c] = hit * normal[c]
+        write_hit(i, t, normal, t_out, n_out)
 
 
 def polygon_plane(vertices):

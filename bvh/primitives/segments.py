@@ -20,7 +20,7 @@ import numpy as np
 
 from .._jit import FAR, jit
 from . import _validate as check
-from .rays import TriangleHits, triangle_frame
+from .rays import TriangleHits, triangle_frame, write_hit
 
 
 def triangle_matrix(a, b, c) -> np.ndarray:
@@ -90,12 +90,9 @@ def _segment_one(r, px, py, pz, qx, qy, qz):
 def _segment_kernel(p, q, r, unit_normal, t_out, u_out, v_out, n_out):
     for i in range(p.shape[0]):
         t, u, v = _segment_one(r, p[i, 0], p[i, 1], p[i, 2], q[i, 0], q[i, 1], q[i, 2])
-        t_out[i] = t
+        write_hit(i, t, unit_normal, t_out, n_out)
         u_out[i] = u
         v_out[i] = v
-        hit = 1.0 if t < FAR else 0.0
-        for c in range(3):
-            n_out[i, c] = hit * unit_normal[c]
 
 
 def _segments(p, q):

@@ -45,32 +45,17 @@ def _box_class(bounds, i, planes):
     """``OUTSIDE``, ``CROSSING`` or ``INSIDE`` for box ``i`` (the p/n-vertex test)."""
     result = 2
     for p in range(planes.shape[0]):
-        nx = planes[p, 0]
-        ny = planes[p, 1]
-        nz = planes[p, 2]
         d = planes[p, 3]
         # The corner farthest along n (the "positive vertex") is the box's
         # most inside point for this plane: if it is outside, all of it is.
         far = d
         near = d
-        if nx >= 0.0:
-            far += nx * bounds[i, 1, 0]
-            near += nx * bounds[i, 0, 0]
-        else:
-            far += nx * bounds[i, 0, 0]
-            near += nx * bounds[i, 1, 0]
-        if ny >= 0.0:
-            far += ny * bounds[i, 1, 1]
-            near += ny * bounds[i, 0, 1]
-        else:
-            far += ny * bounds[i, 0, 1]
-            near += ny * bounds[i, 1, 1]
-        if nz >= 0.0:
-            far += nz * bounds[i, 1, 2]
-            near += nz * bounds[i, 0, 2]
-        else:
-            far += nz * bounds[i, 0, 2]
-            near += nz * bounds[i, 1, 2]
+        for axis in range(3):
+            n = planes[p, axis]
+            lo = bounds[i, 0, axis]
+            hi = bounds[i, 1, axis]
+            far += n * (hi if n >= 0.0 else lo)
+            near += n * (lo if n >= 0.0 else hi)
         if far < 0.0:
             return 0
         if near < 0.0:

@@ -17,15 +17,14 @@ from numba import prange
 
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from .ray_triangle import (HIT_ROW, HIT_T, HIT_U, HIT_V, any_hit_leaf, closest_hit_leaf, collect_hits_leaf,
-                           count_hits_leaf, hit_record, share_vertex, sort_hits, triangle_edges)
+                           count_hits_leaf, hit_record, share_vertex, sort_hits, triangle_edges,
+                           write_miss)
 from ..walk.borrow import borrowed
 from ..walk.drivers import make_tree_lanes
 from ..walk.space import ray_setup
 from ..walk.traversal import make_step, make_traversal, new_stack
 
 _closest_step = make_step(closest_hit_leaf)
-_any_traversal = make_traversal(any_hit_leaf)
-_count_traversal = make_traversal(count_hits_leaf)
 _collect_traversal = make_traversal(collect_hits_leaf)
 
 
@@ -50,12 +49,7 @@ def _finish_closest(start, end, tris, face_index, origins, directions, rows, tri
         k = rows[i]
         if k < 0:
             triangle[i] = -1
-            t[i] = np.inf
-            u[i] = np.nan
-            v[i] = np.nan
-            for c in range(3):
-                point[i, c] = np.nan
-                normal[i, c] = np.nan
+            write_miss(i, t, u, v, point, normal)
             front_face[i] = False
             continue
         triangle[i] = face_index[k]
@@ -150,18 +144,35 @@ def closest_hits_parallel(nodes, links, tris, face_index, offset, origins, direc
                        normal, front_face)
 
 
+def _make_answer_rays(traversal, empty):
+    """The block loop of a query with one answer per ray, which its leaf
+    test writes (``occluded``, hit counts): each ray's answer set to
+    ``empty``, then its walk by ``traversal`` (:func:`make_traversal` of the
+    leaf test). Inlined into the block kernels, as the walk is."""
+
+    @jit_inline
+    def answer_rays(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, answers):
+        stack_first, stack_count, stack_t = new_stack()
+        flat_nodes = nodes.reshape(nodes.size)
+        flat_links = links.reshape(links.size)
+        flat_tris = tris.reshape(tris.size)
+        out = (answers,)
+        for i in range(start, end):
+            answers[i] = empty
+            traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
+                      origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
+                      tmin, tmax, i, out, stack_first, stack_count, stack_t)
+
+    return answer_rays
+
+
+_occluded_rays = _make_answer_rays(make_traversal(any_hit_leaf), False)
+_count_rays = _make_answer_rays(make_traversal(count_hits_leaf), 0)
+
+
 @jit
 def _occluded_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, occluded):
-    stack_first, stack_count, stack_t = new_stack()
-    flat_nodes = nodes.reshape(nodes.size)
-    flat_links = links.reshape(links.size)
-    flat_tris = tris.reshape(tris.size)
-    out = (occluded,)
-    for i in range(start, end):
-        occluded[i] = False
-        _any_traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
-                 origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
-                 tmin, tmax, i, out, stack_first, stack_count, stack_t)
+    _occluded_rays(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, occluded)
 
 
 @jit
@@ -180,16 +191,7 @@ def occluded_parallel(nodes, links, tris, offset, origins, directions, tmin, tma
 
 @jit
 def _count_block(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, counts):
-    stack_first, stack_count, stack_t = new_stack()
-    flat_nodes = nodes.reshape(nodes.size)
-    flat_links = links.reshape(links.size)
-    flat_tris = tris.reshape(tris.size)
-    out = (counts,)
-    for i in range(start, end):
-        counts[i] = 0
-        _count_traversal(flat_nodes, flat_links, flat_tris, 0, origins[i, 0] - offset[0], origins[i, 1] - offset[1],
-                 origins[i, 2] - offset[2], directions[i, 0], directions[i, 1], directions[i, 2],
-                 tmin, tmax, i, out, stack_first, stack_count, stack_t)
+    _count_rays(nodes, links, tris, offset, origins, directions, tmin, tmax, start, end, counts)
 
 
 @jit_parallel

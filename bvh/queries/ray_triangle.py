@@ -44,6 +44,28 @@ def triangle_edges(tris, k):
 
 
 @jit_inline
+def solve_barycentric(dx, dy, dz, e1x, e1y, e1z, e2x, e2y, e2z, sx, sy, sz):
+    """Möller and Trumbore's solve of ``s + t d = u e1 + v e2``: the ray
+    ``d`` from ``s`` (its origin relative to the triangle's first vertex)
+    against the triangle's edges ``e1``, ``e2``, by Cramer's rule with
+    ``p = d x e2`` and ``q = s x e1``. Returns ``(det, u, v, t)``; a zero
+    ``det`` (the ray parallel to the plane) gives infinite or NaN ``u, v,
+    t``, which the caller rejects by ``det``."""
+    px = dy * e2z - dz * e2y
+    py = dz * e2x - dx * e2z
+    pz = dx * e2y - dy * e2x
+    det = e1x * px + e1y * py + e1z * pz
+    inv_det = 1.0 / det
+    u = (sx * px + sy * py + sz * pz) * inv_det
+    qx = sy * e1z - sz * e1y
+    qy = sz * e1x - sx * e1z
+    qz = sx * e1y - sy * e1x
+    v = (dx * qx + dy * qy + dz * qz) * inv_det
+    t = (e2x * qx + e2y * qy + e2z * qz) * inv_det
+    return det, u, v, t
+
+
+@jit_inline
 def moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull_backfaces):
     """Hit of the ray with triangle row ``k`` in ``[tmin, tmax]``.
 
@@ -57,20 +79,7 @@ def moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull_backfaces)
     infinite ``u, v, t``; ``facing`` rejects it whatever they are.
     """
     ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z = triangle_edges(tris, k)
-    px = dy * e2z - dz * e2y
-    py = dz * e2x - dx * e2z
-    pz = dx * e2y - dy * e2x
-    det = e1x * px + e1y * py + e1z * pz
-    inv_det = 1.0 / det
-    sx = ox - ax
-    sy = oy - ay
-    sz = oz - az
-    u = (sx * px + sy * py + sz * pz) * inv_det
-    qx = sy * e1z - sz * e1y
-    qy = sz * e1x - sx * e1z
-    qz = sx * e1y - sy * e1x
-    v = (dx * qx + dy * qy + dz * qz) * inv_det
-    t = (e2x * qx + e2y * qy + e2z * qz) * inv_det
+    det, u, v, t = solve_barycentric(dx, dy, dz, e1x, e1y, e1z, e2x, e2y, e2z, ox - ax, oy - ay, oz - az)
     facing = det > 0.0 if cull_backfaces else det != 0.0
     inside = ((u >= -EDGE_TOLERANCE) & (u <= 1.0 + EDGE_TOLERANCE) & (v >= -EDGE_TOLERANCE)
               & (u + v <= 1.0 + EDGE_TOLERANCE))
@@ -88,6 +97,19 @@ HIT_RECORD = 8
 
 hit_record = frame_array(HIT_RECORD, np.float64)
 """A hit record in the calling kernel's frame (:func:`bvh.walk.borrow.frame_array`)."""
+
+
+@jit_inline
+def write_miss(i, t, u, v, point, normal):
+    """Row ``i`` of a query's surface outputs when it found nothing: ``t``
+    inf, the barycentrics ``u``, ``v`` and the ``(N, 3)`` ``point`` and
+    ``normal`` NaN (the sentinels of closest hits and sphere casts)."""
+    t[i] = np.inf
+    u[i] = np.nan
+    v[i] = np.nan
+    for c in range(3):
+        point[i, c] = np.nan
+        normal[i, c] = np.nan
 
 
 def make_triangle_leaves(passes):

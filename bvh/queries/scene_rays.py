@@ -24,7 +24,7 @@ from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from .alpha import any_hit_leaf_alpha, closest_hit_leaf_alpha, collect_hits_leaf_alpha, count_hits_leaf_alpha
 from ..walk.borrow import borrowed, frame_array
 from .ray_triangle import (HIT_NORMAL, HIT_OBJECT, HIT_ROW, HIT_T, HIT_U, HIT_V, hit_record, share_vertex, sort_hits,
-                           triangle_edges)
+                           triangle_edges, write_miss)
 from ..shapes import MESH, NO_HIT, next_after, shape_hit
 from ..walk.drivers import make_instance_lanes
 from ..walk.space import object_ray, ray_of, ray_setup
@@ -204,8 +204,6 @@ def _collect_shape_leaf(kind, shape_data, start, consts, tmin, tmax, ray, out, o
 
 _closest_step = make_instance_step(closest_mesh_leaf, closest_shape_leaf)
 _closest_walk = make_instance_walk(closest_mesh_leaf, closest_shape_leaf)
-_any_walk = make_instance_walk(_any_mesh_leaf, _any_shape_leaf)
-_count_walk = make_instance_walk(_count_mesh_leaf, _count_shape_leaf)
 _collect_walk = make_instance_walk(_collect_mesh_leaf, _collect_shape_leaf)
 
 
@@ -232,12 +230,7 @@ def finish_closest(start, end, base, kind, mesh_of, inverse, tris, face_index, o
             out_object[i] = -1
             out_mesh[i] = -1
             out_triangle[i] = -1
-            t[i] = np.inf
-            u[i] = np.nan
-            v[i] = np.nan
-            for c in range(3):
-                point[i, c] = np.nan
-                normal[i, c] = np.nan
+            write_miss(i, t, u, v, point, normal)
             front_face[i] = False
             continue
         out_object[i] = o
@@ -419,14 +412,31 @@ def closest_hits_parallel(scene, alpha, origins, directions, tmin, tmax, cull, o
 # ------------------------------------------------------------------ any hit
 
 
+def _make_answer_rays(walk, empty):
+    """The block loop of a query with one answer per ray, which its leaf
+    tests write (``occluded``, hit counts): each ray's answer set to
+    ``empty``, then its walk by ``walk`` (:func:`make_instance_walk` of the
+    leaf tests). Inlined into the block kernels, as the walk is."""
+
+    @jit_inline
+    def answer_rays(scene, alpha, origins, directions, tmin, tmax, start, end, answers):
+        scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
+        stack_first, stack_count, stack_t = new_stack()
+        out = (answers, alpha)
+        for i in range(start, end):
+            answers[i] = empty
+            walk(scene, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
+
+    return answer_rays
+
+
+_occluded_rays = _make_answer_rays(make_instance_walk(_any_mesh_leaf, _any_shape_leaf), False)
+_count_rays = _make_answer_rays(make_instance_walk(_count_mesh_leaf, _count_shape_leaf), 0)
+
+
 @jit
 def _occluded_block(scene, alpha, origins, directions, tmin, tmax, start, end, occluded):
-    scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
-    stack_first, stack_count, stack_t = new_stack()
-    out = (occluded, alpha)
-    for i in range(start, end):
-        occluded[i] = False
-        _any_walk(scene, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
+    _occluded_rays(scene, alpha, origins, directions, tmin, tmax, start, end, occluded)
 
 
 @jit
@@ -447,12 +457,7 @@ def occluded_parallel(scene, alpha, origins, directions, tmin, tmax, occluded):
 
 @jit
 def _count_block(scene, alpha, origins, directions, tmin, tmax, start, end, counts):
-    scene, alpha, origins, directions = borrowed((scene, alpha, origins, directions))
-    stack_first, stack_count, stack_t = new_stack()
-    out = (counts, alpha)
-    for i in range(start, end):
-        counts[i] = 0
-        _count_walk(scene, origins, directions, tmin, tmax, i, out, stack_first, stack_count, stack_t)
+    _count_rays(scene, alpha, origins, directions, tmin, tmax, start, end, counts)
 
 
 @jit_parallel

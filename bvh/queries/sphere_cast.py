@@ -60,7 +60,7 @@ from numba import prange
 from .._jit import RAY_BLOCK, jit, jit_inline, jit_parallel
 from ..walk.borrow import borrowed, frame_array
 from .closest_point import closest_on_triangle
-from .ray_triangle import EDGE_TOLERANCE, triangle_edges
+from .ray_triangle import EDGE_TOLERANCE, solve_barycentric, triangle_edges, write_miss
 from ..primitives.rays import crossings_inside
 from ..shapes import BOX, QUAD, SPHERE, polygon_point, polygon_row
 from ..walk.space import (MAP_00, MAP_01, MAP_02, MAP_03, MAP_10, MAP_11, MAP_12, MAP_13, MAP_20, MAP_21, MAP_22,
@@ -239,22 +239,11 @@ def sweep_triangle(ax, ay, az, e1x, e1y, e1z, e2x, e2y, e2z, dx, dy, dz, radius,
             # the plane: it meets the plane when the sphere touches it.
             shift = (radius if height > 0.0 else -radius) / length
             sx, sy, sz = -shift * nx - ax, -shift * ny - ay, -shift * nz - az
-            px = dy * e2z - dz * e2y
-            py = dz * e2x - dx * e2z
-            pz = dx * e2y - dy * e2x
-            det = e1x * px + e1y * py + e1z * pz
-            if det != 0.0:
-                inv_det = 1.0 / det
-                fu = (sx * px + sy * py + sz * pz) * inv_det
-                qx = sy * e1z - sz * e1y
-                qy = sz * e1x - sx * e1z
-                qz = sx * e1y - sy * e1x
-                fv = (dx * qx + dy * qy + dz * qz) * inv_det
-                s = (e2x * qx + e2y * qy + e2z * qz) * inv_det
-                if (fu >= -EDGE_TOLERANCE and fu <= 1.0 + EDGE_TOLERANCE and fv >= -EDGE_TOLERANCE
-                        and fu + fv <= 1.0 + EDGE_TOLERANCE and s >= smin and s <= smax):
-                    fu = min(max(fu, 0.0), 1.0)
-                    return s, fu, min(max(fv, 0.0), 1.0 - fu)
+            det, fu, fv, s = solve_barycentric(dx, dy, dz, e1x, e1y, e1z, e2x, e2y, e2z, sx, sy, sz)
+            if (det != 0.0 and fu >= -EDGE_TOLERANCE and fu <= 1.0 + EDGE_TOLERANCE and fv >= -EDGE_TOLERANCE
+                    and fu + fv <= 1.0 + EDGE_TOLERANCE and s >= smin and s <= smax):
+                fu = min(max(fu, 0.0), 1.0)
+                return s, fu, min(max(fv, 0.0), 1.0 - fu)
         if radius == 0.0:
             # A zero radius meets a triangle with a plane only through its
             # face; its edges inclusive, by the slack above.
@@ -631,13 +620,9 @@ def _finish(record, window, i, ox, oy, oz, directions, rows, t, u, v, point, cen
     against the ray where that is too short (:data:`NORMAL_FLOOR`)."""
     rows[i] = np.int32(record[CAST_ROW])
     if record[CAST_OBJECT] < 0.0:
-        t[i] = np.inf
-        u[i] = np.nan
-        v[i] = np.nan
+        write_miss(i, t, u, v, point, normal)
         for c in range(3):
-            point[i, c] = np.nan
             centre[i, c] = np.nan
-            normal[i, c] = np.nan
         return
     tmin, radius, dx, dy, dz, length = _path(window)
     ti = record[CAST_T]
