@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.http import ROOT, Server, free_port, raw_request, request, response_length, upload
+from testkit.bombs import many_nodes_glb
 
 BINARY_MOVE = np.dtype([("id", "<i4"), ("rows", "<f4", (3, 4))])
 GROUP = 64
@@ -49,18 +50,9 @@ SINGLES = 4
 
 
 def city_file(directory: Path, objects: int) -> Path:
-    """A glTF placing one unit box ``objects`` times on a grid."""
-    import trimesh
-
-    side = int(np.ceil(np.sqrt(objects)))
-    scene = trimesh.Scene()
-    box = trimesh.creation.box()
-    for index in range(objects):
-        transform = np.eye(4)
-        transform[:3, 3] = [2.0 * (index % side), 0.0, 2.0 * (index // side)]
-        scene.add_geometry(box, geom_name="box", node_name=f"box{index}", transform=transform)
+    """A glTF placing one unit box ``objects`` times on a grid in the x-z plane."""
     path = directory / f"city-{objects}.glb"
-    path.write_bytes(scene.export(file_type="glb"))
+    path.write_bytes(many_nodes_glb(objects, axes=(0, 2), name="box"))
     return path
 
 
