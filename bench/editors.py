@@ -53,6 +53,7 @@ import numpy as np
 import orjson
 
 from bench import load_support
+from bench.http import every_object
 from bench.live import client_frame, server_frames
 from bench.load_support import format_mb, format_ms
 from bench.moves import city_file
@@ -570,6 +571,7 @@ def main(args) -> int:
             log(f"a glTF of {args.objects:,} boxes in {time.perf_counter() - built:.1f} s; uploading ...")
             uploaded = http.upload(path)["id"]
         scene = http.json("GET", f"/scenes/{uploaded}")
+        scene["objects"] = every_object(lambda path: http.json("GET", path), uploaded)
         rng = np.random.default_rng(args.seed)
         requests = build_requests(scene, target, api_key, rng, args.editors)
         # Each editor drags its own box, spread over the scene.

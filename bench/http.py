@@ -141,6 +141,19 @@ def request(url: str, method: str, path: str, body: bytes = b"", headers: dict |
         connection.close()
 
 
+def every_object(get_json, scene_id: str, limit: int = 10_000) -> list[dict]:
+    """Every live object of scene ``scene_id`` in id order, page by page (``GET /scenes/{id}/objects``:
+    ``GET /scenes/{id}`` lists only the first ``PICK_INLINE_OBJECTS``); ``get_json(path)`` is a GET's JSON."""
+    objects, after = [], None
+    while True:
+        query = f"limit={limit}" if after is None else f"after={after}&limit={limit}"
+        page = get_json(f"/scenes/{scene_id}/objects?{query}")
+        objects += page["objects"]
+        after = page["next_after"]
+        if after is None:
+            return objects
+
+
 def raw_request(method: str, path: str, host: str, body: bytes = b"", content_type: str = "application/json",
                 auth: str | None = None) -> bytes:
     lines = [f"{method} {path} HTTP/1.1", f"Host: {host}", "Connection: keep-alive"]

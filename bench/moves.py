@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.http import ROOT, Server, free_port, raw_request, request, response_length, upload
+from bench.http import ROOT, Server, every_object, free_port, raw_request, request, response_length, upload
 from testkit.bombs import many_nodes_glb
 
 BINARY_MOVE = np.dtype([("id", "<i4"), ("rows", "<f4", (3, 4))])
@@ -273,6 +273,13 @@ class Stream:
         return threads, self.count
 
 
+def get_json(url: str, path: str):
+    status, answer = request(url, "GET", path)
+    if status != 200:
+        raise RuntimeError(f"GET {path}: {status} {answer[:300]!r}")
+    return json.loads(answer)
+
+
 def durability_rounds(server: Server, scene_id: str, objects: int, rounds: int, acked: int) -> list[dict]:
     results = []
     start_value = 1.0e6
@@ -284,8 +291,8 @@ def durability_rounds(server: Server, scene_id: str, objects: int, rounds: int, 
         for thread in threads:
             thread.join()
         ready_s = server.start()
-        status, answer = request(server.url, "GET", f"/scenes/{scene_id}")
-        table = {o["id"]: o["transform"][0][3] for o in json.loads(answer)["objects"]}
+        objects = every_object(lambda path: get_json(server.url, path), scene_id)
+        table = {o["id"]: o["transform"][0][3] for o in objects}
         lost = sum(1 for oid, value in stream.acked.items() if table[oid] < value)
         beyond = sum(1 for oid, value in stream.sent.items() if table[oid] > value)
         half = len({table[oid] for oid in range(GROUP)}) != 1
@@ -320,10 +327,11 @@ def main(argv=None) -> int:
         server.start()
         try:
             started = time.perf_counter()
-            scene = upload(server.url, city_file(scratch, args.objects))
-            print(f"uploaded {len(scene['objects'])} objects in {time.perf_counter() - started:.1f} s", flush=True)
-            scene_id = scene["id"]
-            origins = np.array([o["transform"] for o in sorted(scene["objects"], key=lambda o: o["id"])])[:, :3, 3]
+            scene_id = upload(server.url, city_file(scratch, args.objects))["id"]
+            seconds = time.perf_counter() - started
+            objects = every_object(lambda path: get_json(server.url, path), scene_id)
+            print(f"uploaded {len(objects)} objects in {seconds:.1f} s", flush=True)
+            origins = np.array([o["transform"] for o in objects])[:, :3, 3]
             print("1. sequential single moves:", _rounded(sequential_moves(server.url, scene_id, origins,
                                                                          args.moves)), flush=True)
             concurrent = concurrent_moves_wrk if _has_wrk() else concurrent_moves_python

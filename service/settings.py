@@ -11,6 +11,10 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 MEGABYTE = 1024 * 1024
 
+#: Most objects one answer lists: a page of ``GET /scenes/{id}/objects``, and the objects
+#: ``GET /scenes/{id}`` inlines (``inline_objects``).
+MAX_PAGE_OBJECTS = 10_000
+
 
 class Settings(BaseSettings):
     """Everything the service can be told, one field per ``PICK_<NAME>`` variable.
@@ -70,6 +74,12 @@ class Settings(BaseSettings):
         Most pixels of one ID buffer (``/scenes/{id}/idbuffer``); the default
         is a 3840 x 2160 image. Its answer, at up to 26 bytes per pixel, is
         also held to ``max_response_mb``.
+    inline_objects : int
+        Most objects ``GET /scenes/{id}`` (and ``POST /scenes``' answer)
+        lists, the first by id; the answer's ``object_count`` and
+        ``objects_next_after`` say how many there are and where
+        ``GET /scenes/{id}/objects?after=`` goes on. At most
+        :data:`MAX_PAGE_OBJECTS`.
     max_response_mb : float
         Largest answer, in MiB, checked before the work starts from an upper
         bound on its size (so a request is refused with 413 rather than
@@ -148,6 +158,7 @@ class Settings(BaseSettings):
     max_concurrent_builds: int = Field(2, ge=1)
     max_rays: int = Field(4_000_000, ge=1)
     max_idbuffer_pixels: int = Field(3840 * 2160, ge=1)
+    inline_objects: int = Field(MAX_PAGE_OBJECTS, ge=1, le=MAX_PAGE_OBJECTS)
     max_response_mb: float = Field(128.0, gt=0)
     api_key: SecretStr | None = None
     allow_open: bool = False

@@ -18,15 +18,12 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import orjson
 import pytest
 import trimesh
 
 from bvh.io.archives import LimitExceeded, ReadLimits, expand
 from bvh.io.load import read_scene_description
-from service.api.routes.scenes import STREAMED_OBJECTS
-from service.queries.results import scene_json
-from testkit.bombs import many_nodes_glb, memory, process_tree, reset_peak, upload_bombs, zip_of_zeros
+from testkit.bombs import memory, process_tree, reset_peak, upload_bombs, zip_of_zeros
 from testkit.servers import free_port, start_server
 
 MEBIBYTE = 1 << 20
@@ -200,22 +197,6 @@ def test_uploads_past_the_concurrent_builds_get_503_with_retry_after(make_client
     assert slots.busy == 0
     assert len(client.get(f"/scenes/{scene}").json()["objects"]) == 2
     assert client.post("/scenes", files={"file": ("box.obj", BOX_OBJ)}).status_code == 201
-
-
-def test_a_large_scene_is_answered_as_a_stream_of_the_same_json(make_client):
-    client = make_client()
-    nodes = STREAMED_OBJECTS + 700
-    created = client.post("/scenes", files={"file": ("many.glb", many_nodes_glb(nodes))})
-    assert created.status_code == 201, created.text
-    assert "content-length" not in created.headers
-    stored = client.app.state.store.get(created.json()["id"])
-    whole = orjson.dumps(scene_json(stored), option=orjson.OPT_SERIALIZE_NUMPY)
-    assert created.content == whole
-    assert client.get(f"/scenes/{stored.id}").content == whole
-    objects = created.json()["objects"]
-    by_name = {o["name"]: o for o in objects}
-    assert len(objects) == nodes and set(by_name) == {f"n{i}" for i in range(nodes)}
-    assert by_name["n1"]["transform"][0][3] == 2.0
 
 
 def test_readers_exit_when_their_server_is_killed(tmp_path):

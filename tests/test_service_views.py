@@ -84,3 +84,42 @@ def test_the_json_text_of_a_table_is_every_live_object_in_id_order_made_once():
     expected = _expected(scene)
     assert json.loads(table.json_text) == [expected[oid] for oid in sorted(expected)]
     assert table.json_text is table.json_text
+
+
+def test_a_page_is_the_slice_of_the_sorted_live_ids_after_edits_removals_and_additions(monkeypatch):
+    # Rows of 30,000 objects, then changes over them: removals (some of the rows', some of the
+    # added), moves and additions; every page against the live ids sorted.
+    monkeypatch.setattr(views, "FRESH_ROWS_AFTER", 10_000)
+    scene = bvh.Scene()
+    mesh = scene.add_mesh(np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]]), np.array([[0, 1, 2]]))
+    count = 30_000
+    transforms = np.tile(np.eye(4), (count, 1, 1))
+    transforms[:, 0, 3] = np.arange(count)
+    scene.add_instances(np.zeros(count, np.int64), transforms)
+    table = ObjectTable.of(scene)
+    rng = np.random.default_rng(38)
+    doomed = rng.choice(count, 700, replace=False).tolist()
+    scene.remove_many(doomed)
+    added = [scene.add_instance(mesh) for _ in range(300)]
+    scene.remove_many(added[::3])
+    scene.set_transform(17, np.eye(4))
+    table = table.changed(scene, doomed + added + [17])
+    assert table.changes and table.rows.ids.shape[0] == count
+    live = scene.object_rows().ids.tolist()
+    assert len(table) == len(live)
+    for after in [None, -1, 0, 16, 17, 5000, count - 2, count - 1, count + 5, added[-2], added[-1], 10 ** 15]:
+        for limit in (1, 3, 1000, 40_000):
+            start = 0 if after is None else np.searchsorted(live, after, side="right")
+            expected = live[start:start + limit]
+            ids, next_after = table.page(after, limit)
+            assert ids == expected, (after, limit)
+            assert next_after == (expected[-1] if start + limit < len(live) else None), (after, limit)
+    # Paging from the first page to the last lists every live id once.
+    listed, after = [], None
+    while True:
+        ids, after = table.page(after, 997)
+        listed += ids
+        if after is None:
+            break
+    assert listed == live
+    assert table.json(listed[:5] + [doomed[0], added[0]]) == [object_json(scene.object(oid)) for oid in listed[:5]]

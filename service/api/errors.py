@@ -107,6 +107,15 @@ def client_errors(what: str = ""):
         raise store_refusal(error) from error
 
 
+def refuse_unknown_query(request: Request, known: frozenset[str]) -> None:
+    """422 naming the query parameters of ``request`` outside ``known``: a misspelt one
+    (``?afer=``) would otherwise be ignored, and the answer silently be another's."""
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise ClientError(422, f"unknown query parameter{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)} "
+                               f"(known: {', '.join(sorted(known))})")
+
+
 def store_refusal(error: Exception) -> ClientError:
     """The store's refusals of a write: a damaged scene is read-only (409), a full disk 507."""
     if isinstance(error, StorageFull):

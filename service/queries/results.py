@@ -2,18 +2,9 @@
 objects as JSON, and query results as packed binary records (:func:`packed`). Each kind of
 answer is made in its query's module (``picking``, ``proximity``, ``selection``)."""
 
-from collections.abc import Iterator
-from itertools import islice
-
 import numpy as np
-import orjson
 
 import bvh
-
-from ..api.responses import JSON_OPTIONS
-
-#: Objects rendered per piece of :func:`scene_json_pieces` (some 150 KB of JSON).
-PIECE_OBJECTS = 512
 
 
 def bounds_json(bounds: np.ndarray) -> list | None:
@@ -36,32 +27,20 @@ def object_json(info: bvh.ObjectInfo) -> dict:
     }
 
 
-def scene_json(stored) -> dict:
-    """A ``service.store.StoredScene`` with its objects (``SceneOut``)."""
+def scene_json(stored, inline: int) -> dict:
+    """A ``service.store.StoredScene`` with its first ``inline`` (at least 1) objects by id (``SceneOut``)."""
     view = stored.view
-    return {**_scene_head(stored), "objects": [object_json(info) for info in view.objects.values()],
-            "triangles": view.triangles, "bounds": bounds_json(view.bounds), "build_ms": stored.build_ms}
+    page = object_page_json(view.objects, None, inline)
+    return {**_scene_head(stored), "objects": page["objects"], "object_count": page["object_count"],
+            "objects_next_after": page["next_after"], "triangles": view.triangles, "bounds": bounds_json(view.bounds),
+            "build_ms": stored.build_ms}
 
 
-def scene_json_pieces(stored) -> Iterator[bytes]:
-    """:func:`scene_json` rendered a few hundred objects at a time: the same bytes as
-    ``orjson.dumps(scene_json(stored))``, in pieces.
-
-    A scene of 300,000 objects answers some 90 MB of JSON, seconds of work:
-    in one ``orjson.dumps`` call the interpreter lock is held throughout (and
-    the event loop then has one 90 MB write to push); piece by piece, a
-    streamed answer's pieces are made on worker threads as the client reads.
-    """
-    view = stored.view
-    yield orjson.dumps(_scene_head(stored))[:-1] + b',"objects":['
-    # From the view's rows (``ObjectTable.json``), making and keeping no ObjectInfo per object.
-    ids = iter(list(view.objects))
-    separator = b""
-    while piece := list(islice(ids, PIECE_OBJECTS)):
-        yield separator + orjson.dumps(view.objects.json(piece), option=JSON_OPTIONS)[1:-1]
-        separator = b","
-    tail = {"triangles": view.triangles, "bounds": bounds_json(view.bounds), "build_ms": stored.build_ms}
-    yield b"]," + orjson.dumps(tail, option=JSON_OPTIONS)[1:]
+def object_page_json(objects, after: int | None, limit: int) -> dict:
+    """A page of the object table ``objects`` (``service.store.views.ObjectTable``) as
+    ``ObjectPage``: the first ``limit`` (at least 1) live objects above ``after``, in id order."""
+    ids, next_after = objects.page(after, limit)
+    return {"objects": objects.json(ids), "next_after": next_after, "object_count": len(objects)}
 
 
 def scene_summary_json(stored) -> dict:

@@ -175,7 +175,7 @@
     showSelection([]);
     connectLive();
     const scene = await (await api(scenePath())).json();
-    $("scene-title").textContent = `${scene.name ?? scene.id}: ${scene.objects.length} objects, ` +
+    $("scene-title").textContent = `${scene.name ?? scene.id}: ${scene.object_count} objects, ` +
       `${scene.triangles} triangles`;
     say("");
     requestRender();

@@ -8,6 +8,11 @@ since then; an edit of a few objects makes a new table sharing the rows,
 and once the changes pile up past :data:`FRESH_ROWS_AFTER` the next edit
 copies the rows afresh (a few hundred microseconds for 10,000 objects),
 so the copy costs each edit little on average.
+
+The rows' ids ascend (``Scene.object_rows``), and ids only grow (a removed
+object's id is never reused): an id is found in the rows by binary search,
+and a page of the table (:meth:`ObjectTable.page`) is made in time that
+grows with the page and the changes, not with the scene.
 """
 
 import functools
@@ -50,8 +55,8 @@ class ObjectTable(Mapping):
     def __init__(self, rows: bvh.ObjectRows, changes: dict | None = None, shared: dict | None = None):
         self.rows = rows
         self.changes = changes or {}
-        # Infos made from ``rows`` and each id's row, shared by every table over the same rows.
-        self._shared = {"infos": {}, "rows": None} if shared is None else shared
+        # Infos made from ``rows``, shared by every table over the same rows.
+        self._shared = {"infos": {}} if shared is None else shared
         self._order = None
 
     @classmethod
@@ -73,11 +78,17 @@ class ObjectTable(Mapping):
                 changes[oid] = _REMOVED
         return ObjectTable(self.rows, changes, self._shared)
 
+    def _rows_of(self, ids: np.ndarray) -> np.ndarray:
+        """(N,) int64: the row of each of ``ids`` (N,) int64 in ``rows``, -1 for an id it has not."""
+        known = self.rows.ids
+        rows = np.searchsorted(known, ids)
+        found = rows < known.shape[0]
+        found[found] = known[rows[found]] == ids[found]
+        return np.where(found, rows, -1)
+
     def _row_of(self, oid: int) -> int | None:
-        position = self._shared["rows"]
-        if position is None:
-            position = self._shared["rows"] = {oid: row for row, oid in enumerate(self.rows.ids.tolist())}
-        return position.get(oid)
+        row = int(self._rows_of(np.array([oid], np.int64))[0])
+        return None if row < 0 else row
 
     def __getitem__(self, oid) -> bvh.ObjectInfo:
         if oid in self.changes:
@@ -111,10 +122,10 @@ class ObjectTable(Mapping):
     def __len__(self) -> int:
         if self._order is not None:
             return len(self._order)
-        count = self.rows.ids.shape[0]
-        for oid, info in self.changes.items():
-            count += (info is not _REMOVED) - (self._row_of(oid) is not None)
-        return count
+        changed = np.fromiter(self.changes, np.int64, len(self.changes))
+        live = np.fromiter((info is not _REMOVED for info in self.changes.values()), bool, len(self.changes))
+        in_rows = self._rows_of(changed) >= 0
+        return self.rows.ids.shape[0] + int(live.sum()) - int(in_rows.sum())
 
     def __contains__(self, oid) -> bool:
         try:
@@ -126,10 +137,8 @@ class ObjectTable(Mapping):
     def _unchanged_rows(self) -> np.ndarray:
         """(R,) bool: the rows no change overrides."""
         keep = np.ones(self.rows.ids.shape[0], bool)
-        for oid in self.changes:
-            row = self._row_of(oid)
-            if row is not None:
-                keep[row] = False
+        rows = self._rows_of(np.fromiter(self.changes, np.int64, len(self.changes)))
+        keep[rows[rows >= 0]] = False
         return keep
 
     @functools.cached_property
@@ -164,35 +173,65 @@ class ObjectTable(Mapping):
         """The live ones of objects ``ids`` as the routes answer them (:func:`info_json`),
         made from the rows' arrays at once for the objects no change overrides."""
         out = []
-        unchanged = []
+        places, unchanged = [], []
         for oid in ids:
             if oid in self.changes:
                 info = self.changes[oid]
                 if info is not _REMOVED:
                     out.append(info_json(info))
             else:
-                row = self._row_of(oid)
-                if row is not None:
-                    unchanged.append((len(out), row))
-                    out.append(None)
+                places.append(len(out))
+                unchanged.append(oid)
+                out.append(None)
         if unchanged:
-            places, rows = zip(*unchanged)
-            rows = np.array(rows)
+            rows = self._rows_of(np.array(unchanged, np.int64))
+            if rows.min() < 0:
+                # Ids of no object: their places stay None, dropped below.
+                places = [place for place, row in zip(places, rows.tolist()) if row >= 0]
+                rows = rows[rows >= 0]
             table = self.rows
-            transforms = table.transform[rows].tolist()
             bounds = table.bounds[rows]
             finite = np.isfinite(bounds).all(axis=(1, 2)).tolist()
-            bounds = bounds.tolist()
-            for place, row, transform, box, box_finite in zip(places, rows.tolist(), transforms, bounds, finite):
-                kind = int(table.kind[row])
+            # Each column made into Python values at once: indexing numpy per object costs more.
+            columns = zip(places, rows.tolist(), table.ids[rows].tolist(), table.kind[rows].tolist(),
+                          table.mesh[rows].tolist(), table.triangles[rows].tolist(), table.transform[rows].tolist(),
+                          bounds.tolist(), finite, table.mask[rows].tolist(), table.pickable[rows].tolist())
+            for place, row, oid, kind, mesh, triangles, transform, box, box_finite, mask, pickable in columns:
+                params = table.params[row]
                 out[place] = {
-                    "id": int(table.ids[row]), "name": table.names[row], "kind": KIND_NAMES[kind],
-                    "mesh": int(table.mesh[row]) if kind == MESH else None, "triangles": int(table.triangles[row]),
-                    "transform": transform, "bounds": box if box_finite else None,
-                    "mask": int(table.mask[row]), "pickable": bool(table.pickable[row]),
-                    "params": {key: np.asarray(value).tolist() for key, value in table.params[row].items()},
+                    "id": oid, "name": table.names[row], "kind": KIND_NAMES[kind],
+                    "mesh": mesh if kind == MESH else None, "triangles": triangles,
+                    "transform": transform, "bounds": box if box_finite else None, "mask": mask,
+                    "pickable": pickable,
+                    "params": {key: np.asarray(value).tolist() for key, value in params.items()} if params else {},
                 }
+            if len(places) < len(unchanged):
+                out = [entry for entry in out if entry is not None]
         return out
+
+    def page(self, after: int | None, limit: int) -> tuple[list[int], int | None]:
+        """The first ``limit`` live ids above ``after`` (from the first when None), ascending,
+        and the next page's ``after``: the last of them, or None when no live id follows.
+
+        Time O(log R + limit + C) for R rows and C changes: a binary search
+        finds where the page starts in the rows' ascending ids; of the
+        ``limit + 1 + removed`` rows from there, at most ``removed`` are
+        removed since, so they hold the first ``limit + 1`` live ones the
+        rows still have, which merge with the objects added since.
+        """
+        ids = self.rows.ids
+        start = 0 if after is None else int(np.searchsorted(ids, after, side="right"))
+        removed = sum(info is _REMOVED for info in self.changes.values())
+        candidates = set(ids[start:start + limit + 1 + removed].tolist())
+        for oid, info in self.changes.items():
+            if info is _REMOVED:
+                candidates.discard(oid)
+            elif after is None or oid > after:
+                candidates.add(oid)
+        first = sorted(candidates)[:limit + 1]
+        if len(first) > limit:
+            return first[:limit], first[limit - 1]
+        return first, None
 
     @functools.cached_property
     def json_text(self) -> str:

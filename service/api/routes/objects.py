@@ -1,12 +1,14 @@
-"""``/scenes/{id}/objects``: add (a file, an inline mesh, an instance, a shape), change one or a
-batch, remove; ``/scenes/{id}/meshes/{mesh}/vertices``: move a mesh's vertices.
+"""``/scenes/{id}/objects``: list a page, add (a file, an inline mesh, an instance, a shape), change
+one or a batch, remove; ``/scenes/{id}/meshes/{mesh}/vertices``: move a mesh's vertices.
 
 Every change is durable before the answer (journaled, or for new meshes a
 whole checkpoint: ``service.store``), and queries see it whole or not at all.
 """
 
+from typing import Annotated
+
 import numpy as np
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -21,13 +23,15 @@ from ..deps import (BuildSlotsDep, SceneMeshDep, SceneObjectDep, SceneStoreDep, 
                     find_scene, scene_in_memory)
 from ..direct_route import DirectRoute
 from ...store.edits import Change
-from ..errors import ClientError, client_errors, validation_error
+from ..errors import ClientError, client_errors, refuse_unknown_query, validation_error
 from ..limits import BUILDS_BUSY_RESPONSE
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
-from ..schemas import (ErrorOut, InstanceCreate, Matrix4, MeshObjectCreate, ObjectBatch, ObjectBatchResult,
-                       ObjectCreate, ObjectList, ObjectOut, ObjectUpdate, VerticesIn, VerticesResult, WRITE_REFUSALS)
-from ...queries.results import object_json
+from ..schemas import (MAX_OBJECT_ID, WRITE_REFUSALS, ErrorOut, InstanceCreate, Matrix4, MeshObjectCreate,
+                       ObjectBatch, ObjectBatchResult, ObjectCreate, ObjectList, ObjectOut, ObjectPage, ObjectUpdate,
+                       VerticesIn, VerticesResult)
+from ...queries.results import object_json, object_page_json
+from ...settings import MAX_PAGE_OBJECTS
 from ...store.store import SceneNotFound, SceneStore
 from ...queries.uploads import describe, read_upload
 
@@ -146,6 +150,38 @@ async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStor
     with slots.slot():
         _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
     return JSONBytes({"objects": objects}, status_code=201)
+
+
+#: Objects a page of ``GET /scenes/{id}/objects`` lists when ``limit`` is left out.
+DEFAULT_PAGE_OBJECTS = 1000
+PAGE_PARAMETERS = frozenset({"after", "limit"})
+
+
+def _page_answer(objects, after: int | None, limit: int) -> JSONBytes:
+    return JSONBytes(object_page_json(objects, after, limit))
+
+
+@router.get("/scenes/{scene_id}/objects", response_model=ObjectPage,
+            responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}})
+async def list_objects(
+        request: Request, stored: StoredSceneDep,
+        after: Annotated[int | None, Query(
+            ge=0, le=MAX_OBJECT_ID, examples=[999],
+            description="list the objects whose id is above this (a previous page's next_after); "
+                        "left out: from the first")] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE_OBJECTS,
+                                    description="most objects on the page")] = DEFAULT_PAGE_OBJECTS):
+    """A page of the scene's live objects in ascending id order: the first ``limit`` whose id is
+    above ``after``. ``next_after`` is the ``after`` of the next page (null: this is the last).
+
+    Ids only grow (a new object gets a larger id than every object before it, and a removed
+    object's id is never reused), so paging from the first page to ``next_after: null`` lists
+    every object that lived when it started and still lives, each once, in id order, however
+    the scene is edited meanwhile: an object removed before its page is reached is left out,
+    one added meanwhile is listed when its page comes. Each page is made in time that grows with
+    the page, not with the scene (a binary search over the ids)."""
+    refuse_unknown_query(request, PAGE_PARAMETERS)
+    return await run_in_threadpool(_page_answer, stored.view.objects, after, limit)
 
 
 @router.get("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,

@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import limits
 from ..deps import SettingsDep, StoredSceneDep, count_rays
-from ..errors import ClientError, client_errors
+from ..errors import ClientError, client_errors, refuse_unknown_query
 from ..schemas import MAX_OBJECT_ID, ErrorOut
 from ...queries.picking import ALL_BITS
 from ...queries.rendering import encode_png, frame_bounds, render
@@ -106,10 +106,7 @@ async def render_scene(
     """The scene through a pinhole camera as a PNG: one ray per pixel centre, each object in its
     own colour shaded by how squarely it faces the camera, misses grey, ``highlight`` ids tinted.
     Position and target default to a view of the whole scene; ``X-Camera`` gives the camera used."""
-    unknown = sorted(set(request.query_params) - QUERY_PARAMETERS)
-    if unknown:
-        raise ClientError(422, f"unknown query parameter{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)} "
-                               f"(known: {', '.join(sorted(QUERY_PARAMETERS))})")
+    refuse_unknown_query(request, QUERY_PARAMETERS)
     up_vector = parse_vector("up", up)
     if not any(up_vector):
         raise ClientError(422, "up must not be the zero vector")

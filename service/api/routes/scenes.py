@@ -3,7 +3,6 @@
 import time
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 import bvh
@@ -16,7 +15,7 @@ from ..limits import BUILDS_BUSY_RESPONSE
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
 from ..schemas import DISK_FULL, READ_ONLY, ErrorOut, SceneCreate, SceneList, SceneOut
-from ...queries.results import scene_json, scene_json_pieces, scene_summary_json
+from ...queries.results import scene_json, scene_summary_json
 from ...settings import Settings
 from ...store.store import SceneNotFound, SceneStore
 from ...queries.uploads import MeshFile, describe, read_upload, upload_stem
@@ -55,18 +54,10 @@ def _create_from_meshes(store: SceneStore, body: SceneCreate):
     return store.create(scene, body.name, (time.perf_counter() - start) * 1e3)
 
 
-#: Scenes of more objects than this are answered as a stream (``scene_json_pieces``).
-STREAMED_OBJECTS = 2048
-
-
-def _scene_answer(stored, status_code: int = 200) -> Response:
-    """A scene's JSON with every object. Never rendered on the event loop: a large
-    scene's is streamed, its pieces made on worker threads as the client reads
-    (300,000 objects are some 90 MB of JSON and seconds of work), a small one's
-    rendered here, which the routes call on a worker thread."""
-    if len(stored.view.objects) > STREAMED_OBJECTS:
-        return StreamingResponse(scene_json_pieces(stored), status_code=status_code, media_type=JSON)
-    return JSONBytes(scene_json(stored), status_code=status_code)
+def _scene_answer(stored, settings: Settings, status_code: int = 200) -> Response:
+    """A scene's JSON with its first ``PICK_INLINE_OBJECTS`` objects (10,000 objects are
+    some 3 MB of JSON and tens of milliseconds of work: the routes call this on a worker thread)."""
+    return JSONBytes(scene_json(stored, settings.inline_objects), status_code=status_code)
 
 
 @router.post("/scenes", status_code=201, response_model=SceneOut,
@@ -75,8 +66,9 @@ def _scene_answer(stored, status_code: int = 200) -> Response:
              openapi_extra=body_doc(SceneCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["scene"]))
 async def create_scene(request: Request, store: ReadyStoreDep, settings: SettingsDep, slots: BuildSlotsDep):
     """Create a scene from an uploaded file (multipart ``file``, optional ``name``) or from
-    inline meshes (JSON). The scene is saved before the answer. At most
-    ``PICK_MAX_CONCURRENT_BUILDS`` uploads are read and built at once; past that, a 503."""
+    inline meshes (JSON). The scene is saved before the answer, which is ``GET /scenes/{id}``'s
+    (its first ``PICK_INLINE_OBJECTS`` objects). At most ``PICK_MAX_CONCURRENT_BUILDS`` uploads are
+    read and built at once; past that, a 503."""
     media = media_type(request)
     if media == MULTIPART:
         form = await read_form(request)
@@ -93,7 +85,7 @@ async def create_scene(request: Request, store: ReadyStoreDep, settings: Setting
             stored = await run_in_threadpool(_create_from_meshes, store, body)
     else:
         raise unsupported_media(media, "multipart/form-data with a 'file' part, or application/json")
-    return await run_in_threadpool(_scene_answer, stored, 201)
+    return await run_in_threadpool(_scene_answer, stored, settings, 201)
 
 
 @router.get("/scenes", response_model=SceneList)
@@ -104,9 +96,11 @@ async def list_scenes(store: ReadyStoreDep):
 
 
 @router.get("/scenes/{scene_id}", response_model=SceneOut, responses={404: {"model": ErrorOut}})
-async def get_scene(stored: StoredSceneDep):
-    """One scene with its objects."""
-    return await run_in_threadpool(_scene_answer, stored)
+async def get_scene(stored: StoredSceneDep, settings: SettingsDep):
+    """One scene with its objects, the first ``PICK_INLINE_OBJECTS`` (10,000 by default) by id.
+    ``object_count`` says how many it has; when that is more, ``objects_next_after`` is the last id
+    listed, and ``GET /scenes/{id}/objects?after=<it>`` pages through the rest (null: all are listed)."""
+    return await run_in_threadpool(_scene_answer, stored, settings)
 
 
 @router.delete("/scenes/{scene_id}", status_code=204, responses={404: {"model": ErrorOut}, **READ_ONLY})

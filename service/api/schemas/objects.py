@@ -156,6 +156,16 @@ class ObjectList(BaseModel):
     objects: list[ObjectOut]
 
 
+class ObjectPage(BaseModel):
+    """A page of a scene's objects (``GET /scenes/{id}/objects``), in ascending id order."""
+
+    objects: list[ObjectOut] = Field(description="the first `limit` live objects whose id is above `after`")
+    next_after: int | None = Field(
+        ge=0, description="the last id of this page, to pass as after= for the next; null when no live object "
+                          "follows (objects added later get larger ids, so ask again from here to see them)")
+    object_count: int = Field(ge=0, description="live objects in the scene now, on every page")
+
+
 class ObjectBatchResult(BaseModel):
     """What a batch edit changed, durable when answered."""
 

@@ -45,12 +45,18 @@ REASON_DOC = "for a damaged scene, where and how its journal is damaged (the fil
 
 
 class SceneOut(BaseModel):
-    """A scene with its objects."""
+    """A scene with its first objects: all of them up to ``PICK_INLINE_OBJECTS`` (10,000 by
+    default); past that, ``objects_next_after`` says where ``GET /scenes/{id}/objects`` goes on."""
 
     id: str
     name: str | None
     created: str = Field(description="ISO 8601 UTC time of creation")
-    objects: list[ObjectOut]
+    objects: list[ObjectOut] = Field(description="the live objects in ascending id order, at most "
+                                                 "PICK_INLINE_OBJECTS of them (the first)")
+    object_count: int = Field(ge=0, description="live objects in the scene, listed here or not")
+    objects_next_after: int | None = Field(
+        ge=0, description="null when objects lists every live object; else the last id listed, to pass as "
+                          "after= to GET /scenes/{id}/objects for the rest")
     triangles: int = Field(description="triangles over all live objects, instances counted each")
     bounds: Bounds
     build_ms: float = Field(description="time to read and build the scene when it was created")
