@@ -259,7 +259,10 @@ def test_an_empty_scene_exports_no_nodes(client, triangle_scene):
     client.delete(f"/scenes/{triangle_scene}/objects/0")
     response = client.get(f"/scenes/{triangle_scene}/export.glb")
     document, binary = parse_glb(response.content)
-    assert document["nodes"] == [] and "meshes" not in document and binary == b""
+    # glTF's arrays hold at least one item: no nodes, no meshes, a scene without a node list.
+    assert "nodes" not in document and "meshes" not in document and binary == b""
+    assert document["scenes"] == [{"extras": {"bvh_pick": {"scene": triangle_scene, "name": "one triangle",
+                                                           "version": 1, "objects": 0, "without_geometry": {}}}}]
     assert response.headers["x-objects-without-geometry"] == "0"
 
 
@@ -282,6 +285,8 @@ def test_vertices_and_faces_in_both_forms_are_the_scenes(client, side):
     assert np.array_equal(np.frombuffer(packed.content, "<f4").reshape(-1, 3), scene.mesh_vertices(0).astype("<f4"))
     packed = client.get(f"{path}/faces", headers={"accept": "application/octet-stream;q=0.9, */*"})
     assert np.array_equal(np.frombuffer(packed.content, "<i4").reshape(-1, 3), scene.mesh_faces(0))
+    refused = client.get(f"{path}/faces", headers={"accept": "application/octet-stream; q=0, */*"})
+    assert refused.headers["content-type"] == "application/json"
     # The binary vertices are the body PUT takes: sent back, they change nothing but the version.
     moved = client.put(f"{path}/vertices", content=client.get(f"{path}/vertices", headers=OCTET).content,
                        headers={"content-type": "application/octet-stream"})

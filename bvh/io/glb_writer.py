@@ -9,7 +9,8 @@ file back (:func:`bvh.io.load.load`) gives the same picks.
 What is written
 ---------------
 
-- Every mesh that a live object places, once, as one triangle primitive:
+- Every mesh that a live object places, once (in the order the objects first
+  place them), as one triangle primitive:
   ``POSITION`` float32 (the only float type glTF has for it, with the
   ``min``/``max`` it requires) and ``indices`` uint32. A mesh whose float64
   vertices are not all float32 values also carries them exactly, as
@@ -88,7 +89,7 @@ def json_bytes(value) -> bytes:
     return json.dumps(value, separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode()
 
 
-def node_json(entry: Mapping, mesh_index: Mapping[int, int]) -> dict:
+def node_json(entry: Mapping, mesh_index: dict[int, int]) -> dict:
     """The glTF node of one object.
 
     Parameters
@@ -97,8 +98,9 @@ def node_json(entry: Mapping, mesh_index: Mapping[int, int]) -> dict:
         The object's fields as ``bvh.ObjectInfo`` has them: ``id``, ``name``,
         ``kind``, ``mesh`` (None unless an instance), ``transform`` (4, 4)
         (array or nested lists, row-major), ``mask``, ``pickable``, ``params``.
-    mesh_index : mapping of int to int
-        The glTF mesh index of each scene mesh id written.
+    mesh_index : dict of int to int
+        The glTF mesh index of each scene mesh id; a mesh not in it yet is
+        given the next index.
     """
     extras = {"id": int(entry["id"]), "name": entry["name"], "kind": entry["kind"], "mask": int(entry["mask"]),
               "pickable": bool(entry["pickable"])}
@@ -109,7 +111,7 @@ def node_json(entry: Mapping, mesh_index: Mapping[int, int]) -> dict:
     if not np.array_equal(transform, _IDENTITY):
         node["matrix"] = transform.T.reshape(-1).tolist()
     if entry["kind"] == "mesh":
-        node["mesh"] = mesh_index[int(entry["mesh"])]
+        node["mesh"] = mesh_index.setdefault(int(entry["mesh"]), len(mesh_index))
         extras["mesh"] = int(entry["mesh"])
     else:
         extras["params"] = {key: np.asarray(value).tolist() for key, value in dict(entry["params"]).items()}
@@ -119,10 +121,6 @@ def node_json(entry: Mapping, mesh_index: Mapping[int, int]) -> dict:
 
 def _padding(size: int, multiple: int = 4) -> int:
     return -size % multiple
-
-
-def _float32_exact(vertices: np.ndarray) -> bool:
-    return bool(np.array_equal(vertices.astype(np.float32).astype(np.float64), vertices))
 
 
 class _View(NamedTuple):
@@ -139,8 +137,9 @@ class GlbExport:
 
     Parameters
     ----------
-    meshes : list of ExportMesh
-        The meshes the objects place, each once.
+    mesh : callable
+        ``mesh(id) -> ExportMesh``: a mesh an object places, asked for once
+        each, in the order the objects first place them.
     blocks : callable
         ``blocks()`` -> an iterable of lists of object entries (the fields of
         :func:`node_json`), in the order the nodes are written; called twice,
@@ -156,6 +155,8 @@ class GlbExport:
         Bytes of the whole GLB.
     nodes : int
         Objects written.
+    meshes : list of int
+        The scene's ids of the meshes written, in the file's order.
     without_geometry : dict of str to int
         Objects written as nodes without geometry, by kind (``{"sphere": 2}``).
 
@@ -165,12 +166,18 @@ class GlbExport:
         When the GLB would pass :data:`MAX_GLB_BYTES`.
     """
 
-    def __init__(self, meshes: list[ExportMesh], blocks: Callable[[], Iterable[list[Mapping]]],
+    def __init__(self, mesh: Callable[[int], ExportMesh], blocks: Callable[[], Iterable[list[Mapping]]],
                  scene_extras: dict | None = None, dumps: Callable[[object], bytes] = json_bytes):
-        self._meshes = meshes
         self._blocks = blocks
         self._dumps = dumps
-        self._mesh_index = {mesh.id: index for index, mesh in enumerate(meshes)}
+        # The first rendering: the nodes' JSON measured, counted by kind, their meshes numbered.
+        self._mesh_index: dict[int, int] = {}
+        self.nodes = 0
+        self.without_geometry: dict[str, int] = {}
+        nodes_length = sum(len(piece) for piece in self._node_pieces())
+        roots_length = sum(len(piece) for piece in self._root_pieces())
+        self.meshes = list(self._mesh_index)
+
         self._views: list[_View] = []
         document_meshes, accessors, views = [], [], []
         offset = 0
@@ -187,43 +194,39 @@ class GlbExport:
             offset += length + _padding(length, 8)
             return len(views) - 1
 
-        for mesh in meshes:
-            vertices = np.asarray(mesh.vertices, np.float64).reshape(-1, 3)
-            faces = np.asarray(mesh.faces).reshape(-1, 3)
-            low = vertices.astype(np.float32).min(axis=0) if len(vertices) else np.zeros(3, np.float32)
-            high = vertices.astype(np.float32).max(axis=0) if len(vertices) else np.zeros(3, np.float32)
+        for mesh_id in self.meshes:
+            found = mesh(mesh_id)
+            vertices = np.asarray(found.vertices, np.float64).reshape(-1, 3)
+            faces = np.asarray(found.faces).reshape(-1, 3)
+            rounded = vertices.astype(np.float32)
+            low = rounded.min(axis=0) if len(vertices) else np.zeros(3, np.float32)
+            high = rounded.max(axis=0) if len(vertices) else np.zeros(3, np.float32)
             accessors.append({"bufferView": add_view(vertices, "<f4", _ARRAY_BUFFER), "componentType": _FLOAT,
                               "count": len(vertices), "type": "VEC3", "min": low.astype(np.float64).tolist(),
                               "max": high.astype(np.float64).tolist()})
             accessors.append({"bufferView": add_view(faces.reshape(-1, 1), "<u4", _ELEMENT_ARRAY_BUFFER),
                               "componentType": _UNSIGNED_INT, "count": faces.size, "type": "SCALAR"})
-            extras = {"mesh": int(mesh.id)}
-            if not _float32_exact(vertices):
+            extras = {"mesh": int(mesh_id)}
+            if not np.array_equal(rounded.astype(np.float64), vertices):
                 extras["vertices_float64"] = add_view(vertices, "<f8", None)
             entry = {"primitives": [{"attributes": {"POSITION": len(accessors) - 2}, "indices": len(accessors) - 1,
                                      "mode": _TRIANGLES}], "extras": {EXTRAS_KEY: extras}}
-            if mesh.name is not None:
-                entry["name"] = mesh.name
+            if found.name is not None:
+                entry["name"] = found.name
             document_meshes.append(entry)
         self._binary_length = offset
-
-        # The first rendering: the nodes' JSON measured, and counted by kind.
-        self.nodes = 0
-        self.without_geometry: dict[str, int] = {}
-        nodes_length = 0
-        for piece in self._node_pieces():
-            nodes_length += len(piece)
-        roots_length = sum(len(piece) for piece in self._root_pieces())
 
         head = {"asset": {"version": "2.0", "generator": "bvh-pick"}, "scene": 0}
         if document_meshes:
             head.update(meshes=document_meshes, accessors=accessors, bufferViews=views,
                         buffers=[{"byteLength": self._binary_length}])
         extras = {**(scene_extras or {}), "objects": self.nodes, "without_geometry": self.without_geometry}
-        # {"asset": ..., "scenes": [{"extras": ..., "nodes": [ROOTS]}], "nodes": [NODES]}
-        self._head = dumps(head)[:-1] + b',"scenes":[{"extras":' + dumps({EXTRAS_KEY: extras}) + b',"nodes":['
-        self._middle = b']}],"nodes":['
-        self._tail = b"]}"
+        # {"asset": ..., "scenes": [{"extras": ..., "nodes": [ROOTS]}], "nodes": [NODES]}; glTF's
+        # arrays hold at least one item, so a scene without objects has neither list.
+        self._head = dumps(head)[:-1] + b',"scenes":[{"extras":' + dumps({EXTRAS_KEY: extras})
+        self._head += b',"nodes":[' if self.nodes else b"}]}"
+        self._middle = b']}],"nodes":[' if self.nodes else b""
+        self._tail = b"]}" if self.nodes else b""
         json_length = len(self._head) + roots_length + len(self._middle) + nodes_length + len(self._tail)
         self._json_padding = _padding(json_length)
         self._json_length = json_length + self._json_padding
@@ -235,17 +238,16 @@ class GlbExport:
     @classmethod
     def of_scene(cls, scene, block_objects: int = 512) -> "GlbExport":
         """The GLB of a ``bvh.Scene`` as it is now: its live objects and the meshes they place."""
-        objects = scene.objects
-        used = sorted({info.mesh for info in objects if info.kind == "mesh"})
+        entries = [vars(info) for info in scene.objects]
         names = {info.id: info.name for info in scene.meshes}
-        meshes = [ExportMesh(mesh, names.get(mesh), scene.mesh_vertices(mesh), scene.mesh_faces(mesh))
-                  for mesh in used]
-        entries = [vars(info) for info in objects]
+
+        def mesh(mesh_id):
+            return ExportMesh(mesh_id, names.get(mesh_id), scene.mesh_vertices(mesh_id), scene.mesh_faces(mesh_id))
 
         def blocks():
             for start in range(0, len(entries), block_objects):
                 yield entries[start:start + block_objects]
-        return cls(meshes, blocks)
+        return cls(mesh, blocks)
 
     def _node_pieces(self) -> Iterator[bytes]:
         """The nodes' JSON, comma-separated, a block at a time (counting them on the way)."""

@@ -46,9 +46,13 @@ FACES_BINARY = ("With Accept: application/octet-stream: F×3 little-endian int32
 
 
 def wants_binary(request: Request) -> bool:
-    """Whether the request's ``Accept`` asks for ``application/octet-stream`` before (or without) JSON."""
-    asked = [part.split(";")[0].strip().lower() for part in request.headers.get("accept", "").split(",")]
-    for media in asked:
+    """Whether the request's ``Accept`` names ``application/octet-stream`` before JSON (or without it),
+    and not with ``q=0``; anything else is answered in JSON."""
+    for part in request.headers.get("accept", "").split(","):
+        media, *parameters = [piece.replace(" ", "").lower() for piece in part.split(";")]
+        weights = [parameter[2:] for parameter in parameters if parameter.startswith("q=")]
+        if weights and weights[0].strip("0.") == "" and weights[0][:1] == "0":
+            continue                    # q=0, q=0.0, ...: "not this one"
         if media == OCTET_STREAM:
             return True
         if media == JSON:
