@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import trimesh
 
+from bvh.io import glb_writer
 from testkit.meshes import grid_mesh, sample_mesh
 from testkit.reference.raycast import closest_hits
 from tests.test_scene import random_transform
@@ -232,7 +233,7 @@ def test_the_export_uploaded_again_gives_the_same_picks(client, mixed_scene):
     np.testing.assert_allclose(after["t"][both], t[both], rtol=1e-5, atol=1e-6)
 
 
-def test_an_instanced_scene_exports_its_mesh_once(client):
+def test_an_instanced_scene_exports_its_mesh_once(client, monkeypatch):
     # A GLB of 1,500 nodes placing one box (made by trimesh: a file without our extras) ...
     scene = trimesh.Scene()
     scene.add_geometry(trimesh.creation.box(), geom_name="box", node_name="n0")
@@ -253,6 +254,10 @@ def test_an_instanced_scene_exports_its_mesh_once(client):
         [info["id"] for info in upload["objects"]]
     assert [node["name"] for node in document["nodes"]] == [info["name"] for info in upload["objects"]]
     assert len(binary) == 8 * 12 + 12 * 12     # 8 float32 vertices, 12 uint32 triangles
+    # Past KEPT_NODE_BYTES the nodes are rendered again as they are sent: the same bytes.
+    monkeypatch.setattr(glb_writer, "KEPT_NODE_BYTES", 1000)
+    again = client.get(f"/scenes/{upload['id']}/export.glb")
+    assert again.content == response.content and int(again.headers["content-length"]) == len(again.content)
 
 
 def test_an_empty_scene_exports_no_nodes(client, triangle_scene):

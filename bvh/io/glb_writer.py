@@ -38,9 +38,11 @@ grows with the objects but the rendered JSON of one block of them.
 
 A GLB is a 12-byte header, a JSON chunk then a BIN chunk (glTF 2.0 §4.4),
 each padded to 4 bytes. The JSON's length is needed before any of it is
-sent, so the nodes are rendered twice: once to measure (:class:`GlbExport`'s
-constructor), once to send (:meth:`GlbExport.pieces`); the rendering is
-deterministic, a block at a time.
+sent, so the nodes are rendered to measure them (:class:`GlbExport`'s
+constructor) and kept to send when they come to at most
+:data:`KEPT_NODE_BYTES`; past that they are rendered again, a block at a
+time, as they are sent (:meth:`GlbExport.pieces`): the rendering is
+deterministic, and memory holds one block.
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ EXTRAS_KEY = "bvh_pick"
 #: Largest GLB: its header's length is a uint32 (glTF 2.0 §4.4.2).
 MAX_GLB_BYTES = 2**32 - 1
 
+#: Nodes' JSON kept from the measuring rendering to send, rather than rendered again, up to this size.
+KEPT_NODE_BYTES = 32 << 20
+
 #: Rows of an array converted and sent at a time.
 ROWS_PER_PIECE = 1 << 16
 
@@ -68,7 +73,7 @@ _BIN_CHUNK = 0x004E4942
 _FLOAT, _UNSIGNED_INT = 5126, 5125
 _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
 _TRIANGLES = 4
-_IDENTITY = np.eye(4)
+_IDENTITY_ROWS = np.eye(4).tolist()
 
 
 class ExportMesh(NamedTuple):
@@ -107,9 +112,11 @@ def node_json(entry: Mapping, mesh_index: dict[int, int]) -> dict:
     node: dict = {}
     if entry["name"] is not None:
         node["name"] = entry["name"]
-    transform = np.asarray(entry["transform"], np.float64)
-    if not np.array_equal(transform, _IDENTITY):
-        node["matrix"] = transform.T.reshape(-1).tolist()
+    rows = entry["transform"]
+    # Plain Python on nested lists: a million nodes are rendered twice per export.
+    rows = rows.tolist() if isinstance(rows, np.ndarray) else rows
+    if rows != _IDENTITY_ROWS:
+        node["matrix"] = [float(value) for column in zip(*rows) for value in column]
     if entry["kind"] == "mesh":
         node["mesh"] = mesh_index.setdefault(int(entry["mesh"]), len(mesh_index))
         extras["mesh"] = int(entry["mesh"])
@@ -174,7 +181,14 @@ class GlbExport:
         self._mesh_index: dict[int, int] = {}
         self.nodes = 0
         self.without_geometry: dict[str, int] = {}
-        nodes_length = sum(len(piece) for piece in self._node_pieces())
+        self._kept: list[bytes] | None = []
+        nodes_length = 0
+        for piece in self._node_pieces():
+            nodes_length += len(piece)
+            if self._kept is not None:
+                self._kept.append(piece)
+                if nodes_length > KEPT_NODE_BYTES:
+                    self._kept = None
         roots_length = sum(len(piece) for piece in self._root_pieces())
         self.meshes = list(self._mesh_index)
 
@@ -280,7 +294,7 @@ class GlbExport:
         yield struct.pack("<II", self._json_length, _JSON_CHUNK) + self._head
         yield from self._root_pieces()
         yield self._middle
-        yield from self._node_pieces()
+        yield from self._node_pieces() if self._kept is None else self._kept
         yield self._tail + b" " * self._json_padding
         if not has_binary:
             return
