@@ -3,9 +3,11 @@ mesh's vertices or faces as JSON or packed binary.
 
 Every answer is made from one view of the scene (``StoredScene.view``: the
 object table and mesh arrays an edit publishes, never changed after), so
-edits landing while a large export streams change nothing of it. Nothing
-here holds more than one block of objects or rows rendered at once: the
-routes stream the pieces, each made on a worker thread as the client reads.
+edits landing while a large export streams change nothing of it. The
+routes stream the pieces, each made on a worker thread as the client reads;
+nothing holds more than a block of rows, or of a large scene's objects,
+rendered at once (a GLB keeps at most ``KEPT_NODE_BYTES`` of its nodes'
+JSON from measuring them: :mod:`bvh.io.glb_writer`).
 """
 
 from collections.abc import Iterator
