@@ -29,7 +29,8 @@ from .api.limits import BuildSlots
 from .api.middleware import ApiKeyAuth, BodyLimit, RequestMetrics
 from .api.openapi import install_schemas
 from .api.responses import JSONBytes
-from .api.routes import health, idbuffer, live, objects, picks, proximity, render, scenes, select, viewer
+from .api.routes import export, health, idbuffer, live, objects, picks, proximity, render, scenes, select, viewer
+from .api.routes.export import EXPOSED_HEADERS as EXPORT_HEADERS
 from .api.routes.idbuffer import EXPOSED_HEADERS as IDBUFFER_HEADERS
 from .api.routes.render import CAMERA_HEADER
 from .settings import Settings, get_settings
@@ -203,7 +204,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # The pick routes first: the router tries routes in order, and these are the hot ones.
     routers = (picks.direct_router, objects.direct_router, picks.router, health.router, select.router,
-               idbuffer.router, proximity.router, render.router, scenes.router, objects.router, live.router, viewer.router)
+               idbuffer.router, proximity.router, render.router, scenes.router, objects.router, export.router,
+               live.router, viewer.router)
     for router in routers:
         app.include_router(router)
     # What a 405 or an OPTIONS request lists in Allow: every method of every route on the path.
@@ -220,7 +222,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.cors_origins:
         # Outside the key check: browsers send CORS preflights without credentials.
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
-                           allow_headers=["*"], expose_headers=[*IDBUFFER_HEADERS, CAMERA_HEADER])
+                           allow_headers=["*"], expose_headers=[*IDBUFFER_HEADERS, CAMERA_HEADER, *EXPORT_HEADERS])
     app.add_middleware(RequestMetrics, metrics=metrics)
     install_schemas(app, secured=settings.api_key is not None, open_paths=unlocked)
     return app

@@ -22,7 +22,9 @@ a space or where it has none. In what the page shows:
 ``localhost:8000`` becomes the test server's address. Files the sessions
 name are made here as the pages describe them: ``sample_meshes/torus.ply``
 is the sample file, ``torus-1.5x.f32`` the torus's 1,152 vertices scaled by
-1.5 and ``ten-vertices.f32`` its first ten, as little-endian float32.
+1.5 and ``ten-vertices.f32`` its first ten, as little-endian float32 (the
+page fetches ``torus.f32`` from the service, and the torus scaled by 1.5
+must be what it fetched, scaled).
 """
 
 import gzip
@@ -231,6 +233,11 @@ def _check_what_the_page_says_of_it(page: Path, session: Session, workdir: Path)
         objects = planes[:640 * 480 * 4].view("<i4")
         seen = int((objects >= 0).sum())
         assert f"{seen:,} pixels show the torus" in text, f"{seen:,} pixels show the torus"
+    fetched = workdir / "torus.f32"
+    if fetched.exists():
+        # torus-1.5x.f32 is what the page says: the vertices the service gave, scaled by 1.5.
+        scaled = (np.fromfile(fetched, "<f4") * 1.5).astype("<f4")
+        assert scaled.tobytes() == (workdir / "torus-1.5x.f32").read_bytes()
     lassos = [json.loads(out) for step, out in session.outputs if '"polygon"' in step.command]
     if lassos:
         counts = [len(answer["objects"][0]["triangles"]) for answer in lassos]

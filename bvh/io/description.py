@@ -10,9 +10,14 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .glb_writer import EXTRAS_KEY
 from .gltf_materials import mesh_alpha_of_parts
 from .obj import obj_source_face
 from .wording import label_of, quantity
+
+
+#: Every bit of an object's mask (``bvh.scene.checks.ALL_BITS``; this module stands without ``bvh.scene``).
+ALL_BITS = 0xFFFFFFFF
 
 
 class MeshDescription(NamedTuple):
@@ -57,12 +62,18 @@ class InstanceDescription(NamedTuple):
     transform : (4, 4) float64
         Object-to-world transform, composed through the whole node hierarchy.
     name : str
-        The scene-graph node's name.
+        The scene-graph node's name (or the name its ``extras.bvh_pick`` gives).
+    mask : int or None
+        From the node's ``extras.bvh_pick`` (:mod:`bvh.io.glb_writer`); None: every bit.
+    pickable : bool or None
+        From the node's ``extras.bvh_pick``; None: pickable.
     """
 
     mesh: int
     transform: np.ndarray
     name: str
+    mask: int | None = None
+    pickable: bool | None = None
 
 
 class InstanceRows(Sequence):
@@ -76,12 +87,18 @@ class InstanceRows(Sequence):
     meshes : (N,) int64
     transforms : (N, 4, 4) float64
     names : list of N str
+    masks : (N,) int64
+        Every bit (0xFFFFFFFF) where the file says nothing.
+    pickable : (N,) bool
     """
 
-    def __init__(self, meshes: np.ndarray, transforms: np.ndarray, names: list[str]):
+    def __init__(self, meshes: np.ndarray, transforms: np.ndarray, names: list[str],
+                 masks: np.ndarray | None = None, pickable: np.ndarray | None = None):
         self.meshes = meshes
         self.transforms = transforms
         self.names = names
+        self.masks = np.full(len(names), ALL_BITS, np.int64) if masks is None else masks
+        self.pickable = np.ones(len(names), bool) if pickable is None else pickable
 
     @classmethod
     def of(cls, instances) -> "InstanceRows":
@@ -90,7 +107,9 @@ class InstanceRows(Sequence):
             return instances
         transforms = np.stack([instance.transform for instance in instances]) if instances else np.zeros((0, 4, 4))
         return cls(np.array([instance.mesh for instance in instances], np.int64), transforms,
-                   [instance.name for instance in instances])
+                   [instance.name for instance in instances],
+                   np.array([ALL_BITS if instance.mask is None else instance.mask for instance in instances], np.int64),
+                   np.array([instance.pickable is not False for instance in instances], bool))
 
     def __len__(self) -> int:
         return len(self.names)
@@ -98,7 +117,8 @@ class InstanceRows(Sequence):
     def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        return InstanceDescription(int(self.meshes[index]), self.transforms[index], self.names[index])
+        return InstanceDescription(int(self.meshes[index]), self.transforms[index], self.names[index],
+                                   int(self.masks[index]), bool(self.pickable[index]))
 
 
 class SetDescription(NamedTuple):
@@ -191,6 +211,7 @@ def describe(scene, file_type: str, obj_faces, obj_lines=None) -> SceneDescripti
 
     description = SceneDescription(file_type=file_type, sets=sets, set_instances=set_instances)
     mesh_index: dict[tuple[str, ...], int] = {}
+    exported_ids = []
     for node, (transform, geometry_names) in placements.items():
         key = tuple(geometry_names)
         if key not in mesh_index:
@@ -200,8 +221,62 @@ def describe(scene, file_type: str, obj_faces, obj_lines=None) -> SceneDescripti
         transform = np.array(transform, dtype=np.float64)
         if transform.shape != (4, 4) or not np.isfinite(transform).all():
             raise ValueError(f"this {label} file has a non-finite transform on node {node!r}")
-        description.instances.append(InstanceDescription(mesh_index[key], transform, str(node)))
+        instance = InstanceDescription(mesh_index[key], transform, str(node))
+        extras = _node_extras(graph, node, label) if file_type in ("glb", "gltf") else None
+        if extras is not None:
+            exported_ids.append(extras.pop("id", None))
+            instance = instance._replace(**extras)
+        description.instances.append(instance)
+    if exported_ids and len(exported_ids) == len(description.instances) and None not in exported_ids:
+        # A file we exported: its objects in their ids' order (trimesh walks the nodes backwards),
+        # so that a scene whose ids run from 0 gets the same ids back.
+        # Its meshes in the order those objects first place them, as the file has them.
+        order = sorted(range(len(exported_ids)), key=exported_ids.__getitem__)
+        instances = [description.instances[index] for index in order]
+        first_use = list(dict.fromkeys(instance.mesh for instance in instances))
+        renumbered = {old: new for new, old in enumerate(first_use)}
+        description.meshes = [description.meshes[old] for old in first_use]
+        description.instances = [instance._replace(mesh=renumbered[instance.mesh]) for instance in instances]
     return description
+
+
+def _node_extras(graph, node, label: str) -> dict | None:
+    """What a node's ``extras.bvh_pick`` (:mod:`bvh.io.glb_writer`) says of its object: ``name``,
+    ``mask``, ``pickable`` and ``id`` where given; None for a node without them.
+
+    Raises
+    ------
+    ValueError
+        For a value of the wrong type: "node 'a' of this GLB file: extras.bvh_pick.mask must be ...".
+    """
+    parent = graph.transforms.parents.get(node)
+    metadata = graph.transforms.edge_data.get((parent, node), {}).get("metadata")
+    given = metadata.get(EXTRAS_KEY) if isinstance(metadata, dict) else None
+    if not isinstance(given, dict):
+        return None
+    found = {}
+
+    def refuse(key, what):
+        return ValueError(f"node {node!r} of this {label} file: extras.{EXTRAS_KEY}.{key} must be {what}, "
+                          f"got {given[key]!r}")
+
+    if "name" in given:
+        if given["name"] is not None and not isinstance(given["name"], str):
+            raise refuse("name", "a string or null")
+        found["name"] = given["name"] or ""
+    if "mask" in given:
+        mask = given["mask"]
+        if isinstance(mask, bool) or not isinstance(mask, int) or not 0 <= mask <= ALL_BITS:
+            raise refuse("mask", "an integer in [0, 0xFFFFFFFF]")
+        found["mask"] = mask
+    if "pickable" in given:
+        if not isinstance(given["pickable"], bool):
+            raise refuse("pickable", "true or false")
+        found["pickable"] = given["pickable"]
+    identifier = given.get("id")
+    if isinstance(identifier, int) and not isinstance(identifier, bool):
+        found["id"] = identifier
+    return found
 
 
 def merge_descriptions(descriptions: list[SceneDescription], file_type: str) -> SceneDescription:

@@ -8,7 +8,10 @@ import json
 import struct
 from pathlib import Path
 
+import numpy as np
+
 from .archives import LimitExceeded
+from .glb_writer import EXTRAS_KEY
 from .reading import read_path
 from .wording import label_of, reason
 
@@ -117,3 +120,53 @@ def read_gltf_alpha(scene, file_type: str, raw, data, path, document, resolver,
         raise
     except ValueError as exc:
         raise ValueError(f"could not read the alpha of this {label_of(file_type)} file's materials: {exc}") from exc
+
+
+def read_exact_vertices(scene, file_type: str, raw, data, path, document, resolver) -> None:
+    """Give trimesh's geometries of a glTF the float64 vertices their mesh's
+    ``extras.bvh_pick.vertices_float64`` names (:mod:`bvh.io.glb_writer`): a
+    buffer view of little-endian float64, one row per vertex.
+
+    Believed only when it has a row for every vertex, finite, each rounding to
+    the ``POSITION`` trimesh read (a file whose positions were edited since
+    keeps its float32 ones).
+
+    Raises
+    ------
+    ValueError
+        When the view is not in the file, or not whole float64 rows:
+        "could not read the exact vertices of mesh 'tet' of this GLB file: ...".
+    """
+    import trimesh
+
+    from .gltf_materials import GltfFile
+
+    geometries = [geometry for geometry in scene.geometry.values()
+                  if isinstance(getattr(geometry, "metadata", None), dict)
+                  and isinstance(geometry.metadata.get(EXTRAS_KEY), dict)
+                  and "vertices_float64" in geometry.metadata[EXTRAS_KEY]]
+    if not geometries:
+        return
+    if document is None and file_type == "gltf":
+        document = gltf_document(data, path)
+    if document is None:
+        return
+    if resolver is None and path is not None:
+        resolver = trimesh.resolvers.FilePathResolver(str(path))
+    gltf = GltfFile(document, raw if file_type == "glb" else None, resolver)
+    for geometry in geometries:
+        view = geometry.metadata[EXTRAS_KEY]["vertices_float64"]
+        try:
+            payload = gltf.view_bytes(view)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"could not read the exact vertices of mesh {geometry.metadata.get('name', '')!r} of "
+                             f"this {label_of(file_type)} file: {exc}") from exc
+        if len(payload) % 24:
+            raise ValueError(f"could not read the exact vertices of mesh {geometry.metadata.get('name', '')!r} of "
+                             f"this {label_of(file_type)} file: bufferView {view} holds {len(payload)} bytes, "
+                             f"not whole rows of three float64")
+        exact = np.frombuffer(payload, "<f8").reshape(-1, 3).astype(np.float64)
+        stored = np.asarray(geometry.vertices)
+        if exact.shape == stored.shape and np.isfinite(exact).all() and np.array_equal(
+                exact.astype(np.float32), stored.astype(np.float32)):
+            geometry.vertices = exact

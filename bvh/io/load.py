@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from .archives import ARCHIVES, ZIP_CONTAINERS, LimitExceeded, ReadLimits, check_zip, expand, is_compressed
 from .description import (InstanceDescription, InstanceRows, MeshDescription, SceneDescription, SetDescription,
                           describe, merge_descriptions)
-from .gltf import check_glb, gltf_document, read_gltf_alpha
+from .gltf import check_glb, gltf_document, read_exact_vertices, read_gltf_alpha
 from .obj import obj_line_elements, prepare_obj
 from .ply import ply_layout, ply_own_scene
 from .reading import member_file_type, read_path, read_source, supported_file_types, trimesh_scene
@@ -135,7 +135,8 @@ def place_description(scene: Scene, description: SceneDescription, mesh_ids: lis
             transforms = np.asarray(transform, np.float64) @ transforms
         meshes = np.asarray(mesh_ids, np.int64)[instances.meshes]
         try:
-            placed = scene.add_instances(meshes, transforms, [name or None for name in instances.names]).tolist()
+            placed = scene.add_instances(meshes, transforms, [name or None for name in instances.names],
+                                         instances.masks, instances.pickable).tolist()
         except EntryError as exc:
             raise ValueError(f"node {instances.names[exc.index]!r} of this {label} file: {exc.reason}") from exc
     for instance in description.set_instances:
@@ -358,6 +359,7 @@ def _parse(data: bytes | None, path: Path | None, file_type: str, resolver, limi
         scene = trimesh_scene(data, path, file_type, resolver)
     if file_type in ("glb", "gltf"):
         read_gltf_alpha(scene, file_type, raw, data, path, document, resolver, limits.texture_pixels)
+        read_exact_vertices(scene, file_type, raw, data, path, document, resolver)
     return _Parsed(scene, file_type, data, path, document, obj_faces, obj_lines)
 
 

@@ -18,9 +18,9 @@ after them; every name is importable from here.
 from .fields import (MAX_INDEX, MAX_OBJECT_ID, AlphaCutoff, Bounds, Face, Flag, Index, Mask, Matrix4, Name, Number,
                      ObjectId, PositiveNumber, RequestModel, Row4, Vec2, Vec3, faces_within_vertices, left_out_only,
                      nonzero)
-from .objects import (InstanceCreate, MeshObjectCreate, ObjectBatch, ObjectBatchResult, ObjectBatchUpdate,
-                      ObjectCreate, ObjectList, ObjectOut, ObjectPage, ObjectUpdate, PlacementIn, ShapeCreate,
-                      VerticesIn, VerticesResult, object_kind)
+from .objects import (InstanceCreate, MeshFaces, MeshObjectCreate, MeshVertices, ObjectBatch, ObjectBatchResult,
+                      ObjectBatchUpdate, ObjectCreate, ObjectList, ObjectOut, ObjectPage, ObjectUpdate, PlacementIn,
+                      ShapeCreate, VerticesIn, VerticesResult, object_kind)
 from .scenes import MeshIn, SceneCreate, SceneList, SceneOut, SceneSummary
 from .picks import (AllHitsResult, BatchPickRequest, BatchPickResult, NearestVertex, PickObject, PickOptions,
                     PickRequest, PickResult, Primitive, RecordLayout, SegmentHit)

@@ -182,3 +182,16 @@ class VerticesResult(BaseModel):
     mesh: int
     vertices: int
     objects: list[int] = Field(description="the ids of the objects that show this mesh")
+
+
+class MeshVertices(BaseModel):
+    """A mesh's vertices in its own coordinates, in its vertex order, float64 as stored: the body
+    ``PUT .../vertices`` takes."""
+
+    vertices: list[list[float]] = Field(description="V rows [x, y, z]")
+
+
+class MeshFaces(BaseModel):
+    """A mesh's triangles, each three indices into its vertices, in its face order."""
+
+    faces: list[list[int]] = Field(description="F rows [a, b, c]")
