@@ -20,13 +20,15 @@ from bvh.io.glb_writer import ROWS_PER_PIECE, ExportMesh, GlbExport, GlbTooLarge
 
 from ..api.errors import ClientError
 from ..api.responses import JSON_OPTIONS
-from .results import PIECE_OBJECTS
 
 #: The binary forms: rows of little-endian float32 (vertices) and int32 (faces), no header.
 VERTEX_DTYPE, FACE_DTYPE = np.dtype("<f4"), np.dtype("<i4")
 
 #: Rows a vertices or faces answer renders at once on the event loop; larger ones stream.
 INLINE_ROWS = 4096
+
+#: Objects rendered per block of an export's nodes (some 150 KB of JSON).
+PIECE_OBJECTS = 512
 
 
 def mesh_arrays(stored, mesh_id: int) -> tuple[np.ndarray, np.ndarray]:
