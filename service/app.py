@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 
 from .ops import warmup
@@ -38,8 +39,14 @@ from .store.store import SceneStore
 
 log = logging.getLogger("service")
 
-#: The API's own documentation, as FastAPI serves it.
-DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+#: Where ``/docs`` and ``/redoc`` load Swagger UI's and ReDoc's scripts and style sheet from: the
+#: files the fastapi-offline package ships, served by the service itself rather than by a CDN.
+DOCS_ASSETS = "/docs/static"
+
+#: The API's own documentation: its pages, their scripts and style sheet, and the OpenAPI document.
+DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json",
+                        *(f"{DOCS_ASSETS}/{name}" for name in ("swagger-ui-bundle.js", "swagger-ui.css",
+                                                                "redoc.standalone.js"))})
 
 
 def open_paths(settings: Settings) -> frozenset[str]:
@@ -193,8 +200,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # The checkpoints due are written; the journal would replay them anyway.
         await run_in_threadpool(store.close)
 
-    app = FastAPI(title="bvh-pick", version="0.1.0", lifespan=lifespan, default_response_class=JSONBytes,
-                  description="Closest-surface picking over HTTP: upload a scene, then cast rays at it.")
+    # FastAPI's own /docs and /redoc load their scripts from a CDN: a blank page on a machine
+    # without the Internet. FastAPIOffline serves the same pages with the scripts from DOCS_ASSETS,
+    # and the project's icon (relative: it stays right behind a proxy's path prefix).
+    app = FastAPIOffline(title="bvh-pick", version="0.1.0", lifespan=lifespan, default_response_class=JSONBytes,
+                         description="Closest-surface picking over HTTP: upload a scene, then cast rays at it.",
+                         static_url=DOCS_ASSETS, favicon_url="favicon.ico")
     app.state.settings = settings
     app.state.store = store
     app.state.metrics = metrics

@@ -100,8 +100,9 @@ class Settings(BaseSettings):
         scene). Off: ``python -m service`` refuses to start that way.
     open_docs : bool
         With ``api_key`` set, answer the API's documentation (``/docs``,
-        ``/docs/oauth2-redirect``, ``/redoc``, ``/openapi.json``) without it;
-        off, they need the key like the rest of the API.
+        ``/docs/oauth2-redirect``, ``/redoc``, ``/openapi.json`` and the pages'
+        scripts and style sheet under ``/docs/static/``) without it; off, they
+        need the key like the rest of the API.
     cors_origins : list of str
         Origins allowed by CORS; ``PICK_CORS_ORIGINS`` is comma-separated
         (or a JSON list). Empty: no CORS headers.

@@ -7,6 +7,7 @@
 - ``testkit.scenes``: generated scenes (alpha-tested glTF files, random overlap
   shapes, lines and points);
 - ``testkit.servers``: a real ``python -m service`` on a free port;
+- ``testkit.browser``: a headless Chromium driven by Selenium;
 - ``testkit.trimesh_suite``: trimesh's own ray tests on a chosen engine.
 
 ``bench/`` imports from here and never from ``tests/``; ``tests/conftest.py``

@@ -21,12 +21,15 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_server(data_dir: Path, port: int, workers: int = 1, log_dir: Path | None = None) -> subprocess.Popen:
+def start_server(data_dir: Path, port: int, workers: int = 1, log_dir: Path | None = None,
+                 settings: dict[str, str] | None = None) -> subprocess.Popen:
     """``python -m service`` on ``data_dir``, ready; its output in ``server-<port>.log`` of
-    ``log_dir`` (default: the data directory, which a full-disk test must keep for the data)."""
+    ``log_dir`` (default: the data directory, which a full-disk test must keep for the data).
+    Without an API key unless ``settings`` (more ``PICK_*`` variables) gives one."""
     env = dict(os.environ, PICK_DATA_DIR=str(data_dir), PICK_PORT=str(port), PICK_HOST="127.0.0.1",
                PICK_LOG_LEVEL="warning", PICK_WORKERS=str(workers))
     env.pop("PICK_API_KEY", None)
+    env.update(settings or {})
     log_path = (log_dir or data_dir) / f"server-{port}.log"
     log = open(log_path, "ab")
     process = subprocess.Popen([sys.executable, "-m", "service"], cwd=ROOT, env=env, stdout=log, stderr=log)

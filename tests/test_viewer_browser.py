@@ -11,8 +11,8 @@ each drawn its own way), and orbiting and zooming must move the camera the
 picks use.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs
-them); Selenium is pointed at both, so Selenium Manager never downloads a
-browser or a driver.
+them; ``testkit.browser`` points Selenium at both, so Selenium Manager never
+downloads a browser or a driver).
 """
 
 import json
@@ -27,15 +27,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
+from testkit.browser import NO_CHROMIUM, chromium, chromium_installed
 
-pytestmark = pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-                                reason="Chromium not installed: apt-get install chromium chromium-driver")
+pytestmark = pytest.mark.skipif(not chromium_installed(), reason=NO_CHROMIUM)
 
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install -e '.[test]'")
+pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install -e '.[test]'")
 import httpx  # noqa: E402  (after the skips: nothing to import when the test cannot run)
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.actions.action_builder import ActionBuilder  # noqa: E402
 from selenium.webdriver.common.actions.mouse_button import MouseButton  # noqa: E402
@@ -130,22 +127,8 @@ def scene_id(server) -> str:
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     """Headless Debian Chromium through its own chromedriver."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--disable-quic", "--no-first-run", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
-                     f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    with pytest.MonkeyPatch.context() as patch:
-        # The explicit driver path already keeps Selenium Manager out; offline makes sure of it.
-        patch.setenv("SE_OFFLINE", "true")
-        driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def wait_for(driver, condition, what: str, timeout: float = UI_TIMEOUT):

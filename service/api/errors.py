@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
+from starlette.staticfiles import StaticFiles
 
 import bvh
 
@@ -182,9 +183,16 @@ def validation_error(error: ValidationError, union_tags: frozenset = frozenset()
 
 
 def _route_path(scope) -> str:
-    """The path the router matches: the request's path without the app's mount point."""
-    path, root = scope["path"], scope.get("root_path", "")
+    """The path the router matches: the request's path without the app's mount point.
+
+    Inside a mount of the app's own (the static files under ``/docs/static``), Starlette has
+    added the mount's path to ``root_path``; ``app_root_path`` keeps the app's."""
+    path, root = scope["path"], scope.get("app_root_path", scope.get("root_path", ""))
     return path[len(root):] if root and path.startswith(root) else path
+
+
+#: What a mounted ``StaticFiles`` answers (``/docs/static/...``); any other method gets its 405.
+STATIC_FILE_METHODS = frozenset({"GET", "HEAD"})
 
 
 def method_table(routes) -> list[tuple[re.Pattern, frozenset[str]]]:
@@ -193,10 +201,17 @@ def method_table(routes) -> list[tuple[re.Pattern, frozenset[str]]]:
     Parameters
     ----------
     routes : iterable of routes
-        Every route of the app, from each router it includes (at no prefix).
+        Every route of the app, from each router it includes (at no prefix); a mount
+        of static files counts as a route of ``GET`` and ``HEAD`` under its path.
     """
-    return [(route.path_regex, frozenset(route.methods)) for route in routes
-            if getattr(route, "path_regex", None) is not None and getattr(route, "methods", None)]
+    table = []
+    for route in routes:
+        methods = getattr(route, "methods", None)
+        if methods is None and isinstance(getattr(route, "app", None), StaticFiles):
+            methods = STATIC_FILE_METHODS
+        if getattr(route, "path_regex", None) is not None and methods:
+            table.append((route.path_regex, frozenset(methods)))
+    return table
 
 
 def allowed_methods(request: Request) -> list[str]:
