@@ -36,9 +36,11 @@ _log = logging.getLogger("bvh")
 PENDING_LIMIT = 1024
 
 #: Scenes of at most this many objects build a degraded top level anew on the
-#: thread of the query that needs it (some 10 ms at 10,000 objects: less than
-#: a background thread's hand-over is worth); larger ones in the background.
-SYNC_BUILD_LIMIT = 10_000
+#: thread of the query that needs it (a few milliseconds: less than a
+#: background thread's hand-over is worth); larger ones in the background
+#: (at 10,000 objects a build on the query's thread made the p99 of a drag
+#: across the scene 28 ms: ``bench.scale``).
+SYNC_BUILD_LIMIT = 2_000
 
 
 class TopLevelRebuild:
