@@ -20,7 +20,9 @@ from bvh.io.glb_writer import ROWS_PER_PIECE, ExportMesh, GlbExport, GlbTooLarge
 
 from ..api.errors import ClientError
 from ..api.responses import JSON_OPTIONS
-from .results import PIECE_OBJECTS
+
+#: Objects rendered per piece of a streamed answer (some 150 KB of JSON).
+PIECE_OBJECTS = 512
 
 #: The binary forms: rows of little-endian float32 (vertices) and int32 (faces), no header.
 VERTEX_DTYPE, FACE_DTYPE = np.dtype("<f4"), np.dtype("<i4")
