@@ -76,7 +76,8 @@ class Settings(BaseSettings):
         also held to ``max_response_mb``.
     inline_objects : int
         Most objects ``GET /scenes/{id}`` (and ``POST /scenes``' answer)
-        lists, the first by id; the answer's ``object_count`` and
+        lists, and the live channel's ``hello`` and ``resync``, the first
+        by id; the answer's ``object_count`` and
         ``objects_next_after`` say how many there are and where
         ``GET /scenes/{id}/objects?after=`` goes on. At most
         :data:`MAX_PAGE_OBJECTS`.
