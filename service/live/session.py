@@ -80,7 +80,8 @@ start-up: an `error` (503), then close code {CLOSE_TRY_LATER}.
 /scenes/{{id}}/objects?after=<objects_next_after>`, then on along each page's `next_after` until it is null.
 The pages are read after the hello while its events keep coming here, so they may be newer than the
 hello, and an event may arrive before or after the page that already shows it. Each page answer says the
-`version` it is as of, as each event does. Keep, per object id, the version of what is held of it: take an
+`version` it is as of, as each event does (an event's objects are as they were at its version, a merged or
+coalesced event's too). Keep, per object id, the version of what is held of it: take an
 object's JSON from a page (at the page's `version`) or an event (at the event's), and a `removed` event's
 removal, only when that version is above the one held (equal versions show the same state). A removal is
 held as such until the paging ends, so that a page older than it does not bring the object back; an object
