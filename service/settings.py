@@ -128,8 +128,8 @@ class Settings(BaseSettings):
         Change events a client of the live channel (``/scenes/{id}/live``)
         may have waiting while it reads too slowly (past 16 they are
         coalesced per object; this also bounds the objects held); past it,
-        they are dropped and the client is sent the whole object table
-        instead (a ``resync``) when it reads again.
+        they are dropped and the client is sent the object table afresh
+        instead (a ``resync``, bounded as a hello) when it reads again.
     live_event_ms : float
         A scene's change events are handed to its live clients at most once
         in this many milliseconds: what arrives in between goes out
