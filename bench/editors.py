@@ -244,8 +244,9 @@ class Editor:
 
     # ------------------------------------------------------------ the work
     async def greeted(self) -> None:
-        """Connected, the hello (the whole object table) received, and a first pick and move answered:
-        before the clock starts, since every hello of a large scene costs the server more than many edits,
+        """Connected, the hello received (only its version is used: at most ``PICK_INLINE_OBJECTS``
+        objects, and this editor's come from ``bench.http.every_object``), and a first pick and move
+        answered: before the clock starts, since a hello of a large scene costs the server more than many edits,
         and the scene's first edits (its journal opened) stall the server for a moment."""
         reader = await self.connect()
         hello = asyncio.get_running_loop().create_future()

@@ -76,7 +76,8 @@ class Settings(BaseSettings):
         also held to ``max_response_mb``.
     inline_objects : int
         Most objects ``GET /scenes/{id}`` (and ``POST /scenes``' answer)
-        lists, the first by id; the answer's ``object_count`` and
+        lists, and the live channel's ``hello`` and ``resync``, the first
+        by id; the answer's ``object_count`` and
         ``objects_next_after`` say how many there are and where
         ``GET /scenes/{id}/objects?after=`` goes on. At most
         :data:`MAX_PAGE_OBJECTS`.
@@ -128,8 +129,8 @@ class Settings(BaseSettings):
         Change events a client of the live channel (``/scenes/{id}/live``)
         may have waiting while it reads too slowly (past 16 they are
         coalesced per object; this also bounds the objects held); past it,
-        they are dropped and the client is sent the whole object table
-        instead (a ``resync``) when it reads again.
+        they are dropped and the client is sent the object table afresh
+        instead (a ``resync``, bounded as a hello) when it reads again.
     live_event_ms : float
         A scene's change events are handed to its live clients at most once
         in this many milliseconds: what arrives in between goes out

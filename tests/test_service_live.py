@@ -152,7 +152,9 @@ def test_hello_lists_the_object_table_as_of_its_version(server, scene):
     assert moved.status_code == 200, moved.text
     with opened(server, scene) as (ws, hello):
         table = server.http.get(f"/scenes/{scene}").json()["objects"]
-        assert hello == {"type": "hello", "scene": scene, "version": moved.json()["version"], "objects": table}
+        # Within PICK_INLINE_OBJECTS: every object, and no cursor to page on from.
+        assert hello == {"type": "hello", "scene": scene, "version": moved.json()["version"], "object_count": 2,
+                         "objects_next_after": None, "objects": table}
         assert [info["name"] for info in hello["objects"]] == ["tri", "lower"]
 
 
@@ -562,7 +564,8 @@ def test_a_stalled_client_stalls_neither_the_publisher_nor_other_clients(server,
             seen.append(message["type"])
             if message["type"] == "resync":
                 # The events were made up: the scene itself is as it was at the hello.
-                assert message == {"type": "resync", "version": hello["version"], "objects": table}
+                assert message == {"type": "resync", "version": hello["version"], "object_count": 2,
+                                   "objects_next_after": None, "objects": table}
                 break
             assert message["type"] == "event"
         # Whatever was already on its way or kept as published, then one resync instead of the rest.

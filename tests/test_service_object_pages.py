@@ -58,12 +58,34 @@ def test_pages_list_every_object_once_in_id_order(client, limit):
 def test_a_page_starts_after_any_id_listed_or_not(client):
     scene_id = make_scene(client, 10)
     assert client.delete(f"/scenes/{scene_id}/objects/4").status_code == 204
+    renamed = client.patch(f"/scenes/{scene_id}/objects", json=[{"id": 0, "name": "first"}])
+    assert renamed.status_code == 200, renamed.text
+    version = renamed.json()["version"]
     assert listed_ids([page(client, scene_id, after=3, limit=3)]) == [5, 6, 7]
     # A removed id, or one past the last, is a place in the order like any other.
     assert listed_ids([page(client, scene_id, after=4, limit=2)]) == [5, 6]
-    assert page(client, scene_id, after=9) == {"objects": [], "next_after": None, "object_count": 9}
-    assert page(client, scene_id, after=10 ** 12) == {"objects": [], "next_after": None, "object_count": 9}
+    empty = {"objects": [], "next_after": None, "object_count": 9, "version": version}
+    assert page(client, scene_id, after=9) == empty
+    assert page(client, scene_id, after=10 ** 12) == empty
     assert page(client, scene_id, after=8)["objects"][0]["name"] == "o9"
+
+
+def test_a_page_says_the_edit_it_is_as_of(client):
+    """Each page answer's ``version`` is the scene's edit number it was made at: every edit up to
+    it shows on the page, and none after (the live channel's clients merge pages and events by it)."""
+    scene_id = make_scene(client, 6)
+    before = page(client, scene_id, limit=2)
+    moved = client.patch(f"/scenes/{scene_id}/objects", json=[{"id": 3, "name": "three"}])
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["version"] > before["version"]
+    after = page(client, scene_id, after=before["next_after"], limit=2)
+    assert after["version"] == moved.json()["version"]
+    assert [entry["name"] for entry in after["objects"]] == ["o2", "three"]
+    again = client.patch(f"/scenes/{scene_id}/objects", json=[{"id": 3, "name": "again"}])
+    # The page made before that edit does not show it; one made after does, at its number.
+    assert after["objects"][1]["name"] == "three"
+    latest = page(client, scene_id, after=before["next_after"], limit=2)
+    assert latest["version"] == again.json()["version"] and latest["objects"][1]["name"] == "again"
 
 
 @pytest.mark.parametrize("fresh_rows_after", [3, views.FRESH_ROWS_AFTER])
@@ -215,5 +237,5 @@ def test_the_openapi_documents_the_pages(client):
     assert operation["responses"]["200"]["content"]["application/json"]["schema"] == \
         {"$ref": "#/components/schemas/ObjectPage"}
     schemas = document["components"]["schemas"]
-    assert set(schemas["ObjectPage"]["required"]) == {"objects", "next_after", "object_count"}
+    assert set(schemas["ObjectPage"]["required"]) == {"objects", "next_after", "object_count", "version"}
     assert {"object_count", "objects_next_after"} <= set(schemas["SceneOut"]["required"])

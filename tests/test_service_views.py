@@ -74,7 +74,7 @@ def test_the_longest_name_bounds_every_live_name_and_follows_renames():
     assert empty.longest_name == 0
 
 
-def test_the_json_text_of_a_table_is_every_live_object_in_id_order_made_once():
+def test_the_head_json_of_a_table_is_its_first_live_objects_in_id_order_made_once_per_limit():
     import json
 
     scene = _scene()
@@ -82,8 +82,16 @@ def test_the_json_text_of_a_table_is_every_live_object_in_id_order_made_once():
     scene.remove(2)
     table = table.changed(scene, [2])
     expected = _expected(scene)
-    assert json.loads(table.json_text) == [expected[oid] for oid in sorted(expected)]
-    assert table.json_text is table.json_text
+    live = sorted(expected)
+    assert len(live) > 2
+    text, next_after = table.head_json(2)
+    # Only the first two, and the id to page on from: the rest is never serialized.
+    assert json.loads(text) == [expected[oid] for oid in live[:2]]
+    assert next_after == live[1]
+    assert table.head_json(2) is table.head_json(2)
+    text, next_after = table.head_json(len(live))
+    assert json.loads(text) == [expected[oid] for oid in live] and next_after is None
+    assert table.head_json(len(live) + 5)[1] is None
 
 
 def test_a_page_is_the_slice_of_the_sorted_live_ids_after_edits_removals_and_additions(monkeypatch):

@@ -64,13 +64,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_service(directory: Path):
-    """Base URL of a ``python -m service`` on a free port, data in ``directory``, with an API key;
-    stopped afterwards."""
+def running_service(directory: Path, **settings: str):
+    """Base URL of a ``python -m service`` on a free port, data in ``directory``, with an API key
+    and ``settings`` (``PICK_*`` variables); stopped afterwards."""
     port = free_port()
     env = {name: value for name, value in os.environ.items() if not name.startswith("PICK_")}
     env.update(PICK_HOST="127.0.0.1", PICK_PORT=str(port), PICK_DATA_DIR=str(directory / "data"),
-               PICK_API_KEY=API_KEY, PICK_LOG_LEVEL="warning")
+               PICK_API_KEY=API_KEY, PICK_LOG_LEVEL="warning", **settings)
     log_path = directory / "server.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen([sys.executable, "-m", "service"], cwd=REPO, env=env, stdout=log,
@@ -756,4 +756,52 @@ def test_click_picks_a_line_and_a_point(server, wires, browser, primitive, label
     assert expected["results"][0]["primitive"] == primitive
     assert panel["object_id"] == str(expected["results"][0]["object"]["id"])
     assert panel["distance"] == f"{expected['results'][0]['distance']:.6f}"
+    assert_no_script_errors(browser)
+
+
+@pytest.fixture(scope="module")
+def small_hello_server(tmp_path_factory):
+    """A service whose live hellos list at most 5 objects (``PICK_INLINE_OBJECTS``)."""
+    with running_service(tmp_path_factory.mktemp("small-hello-server"), PICK_INLINE_OBJECTS="5") as base:
+        yield base
+
+
+def test_the_objects_past_a_small_hello_are_paged_and_kept_up_to_date(small_hello_server, browser):
+    server = small_hello_server
+    boxes = [{"name": f"box{index}", "vertices": [[x + 2.0 * index, y, z] for x, y, z in BOX_CORNERS],
+              "faces": BOX["faces"]} for index in range(12)]
+    response = httpx.post(f"{server}/scenes", json={"name": "many", "meshes": [GROUND, *boxes]}, headers=AUTH)
+    assert response.status_code == 201, response.text
+    scene = response.json()["id"]
+    assert response.json()["objects_next_after"] == 4
+
+    def everything() -> dict:
+        answer = httpx.get(f"{server}/scenes/{scene}/objects", params={"limit": 100}, headers=AUTH).json()
+        assert answer["next_after"] is None
+        return {str(entry["id"]): entry for entry in answer["objects"]}
+
+    open_viewer(browser, server, scene)
+    wait_for(browser, lambda: viewer_value(browser, "window.viewer.complete"), "every object paged")
+    # The hello listed 5; the rest came over HTTP, from the hello's cursor on.
+    assert viewer_value(browser, "window.viewer.objects") == everything()
+    pages = browser.execute_script("return performance.getEntriesByType('resource').map((entry) => entry.name)"
+                                   ".filter((name) => name.includes('/objects?'))")
+    assert [name.split("?", 1)[1] for name in pages] == ["after=4&limit=10000"]
+
+    # Edits of the paged objects reach the table as events, as those of the hello's.
+    moved = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 3.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
+    assert httpx.patch(f"{server}/scenes/{scene}/objects/10", json={"transform": moved},
+                       headers=AUTH).status_code == 200
+    assert httpx.delete(f"{server}/scenes/{scene}/objects/12", headers=AUTH).status_code == 204
+    wait_for(browser, lambda: viewer_value(browser, "window.viewer.objects") == everything(),
+             "the move and the removal in the table")
+    assert viewer_value(browser, "window.viewer.objects[10].transform") == moved
+
+    # A reconnect starts the table afresh from its hello and pages the rest again.
+    browser.execute_script("window.viewerLive.socket.close()")
+    assert httpx.patch(f"{server}/scenes/{scene}/objects/11", json={"name": "renamed"}, headers=AUTH).status_code == 200
+    wait_for(browser, lambda: viewer_value(browser, "window.viewer.connects") == 2 and
+             viewer_value(browser, "window.viewer.complete") and
+             viewer_value(browser, "window.viewer.objects") == everything(), "the table after the reconnect")
+    assert viewer_value(browser, "window.viewer.objects[11].name") == "renamed"
     assert_no_script_errors(browser)

@@ -19,8 +19,8 @@ pile up in bounded memory:
   carry its newest version;
 - when more than ``queue_limit`` events are pending, or the window holds
   more objects (``PICK_LIVE_QUEUE``), they are dropped and the client is
-  owed a resync: the sender then sends the whole object table, current at
-  that moment, once.
+  owed a resync: the sender then sends the object table afresh, current at
+  that moment, once (its first ``PICK_INLINE_OBJECTS`` objects, as a hello).
 
 Events of a scene are handed to its subscribers at most once every
 ``event_interval`` (``PICK_LIVE_EVENT_MS``): one that comes sooner after the
@@ -51,7 +51,7 @@ KEEP_EVENTS = 16
 #: How often the scenes that have live clients are checked for other workers' edits (seconds).
 FOLLOW_SECONDS = 0.02
 
-#: Returned by :meth:`Subscriber.take` when the client fell too far behind: send the whole table.
+#: Returned by :meth:`Subscriber.take` when the client fell too far behind: send the table afresh.
 RESYNC = object()
 
 
@@ -229,7 +229,7 @@ class Subscriber:
         self._pending.set()
 
     def owe_resync(self) -> None:
-        """Send the whole table next, in place of what is pending (on the loop)."""
+        """Send the table afresh next, in place of what is pending (on the loop)."""
         self._events.clear()
         self._window = None
         if not self._resync:

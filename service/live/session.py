@@ -69,10 +69,25 @@ as a plain HTTP GET it answers 426 (or 404 for an unknown scene).
 set that header) the first message `{{"type": "auth", "key": "<key>"}}` within {AUTH_SECONDS:g} s. A wrong
 or missing key: an `error` message (status 401) saying so, then close code {CLOSE_POLICY}.
 
-**On connect** the server sends `hello`: the scene id, the whole object table and its `version` (the
-scene's edit number, as edit answers and events carry it). An unknown scene: an `error` (404), then close
+**On connect** the server sends `hello`: the scene id, its `version` (the scene's edit number, as edit answers
+and events carry it), `object_count` (its live objects) and `objects`, the first `PICK_INLINE_OBJECTS` (10,000
+by default) objects by id as of `version` (as `GET /scenes/{{id}}` inlines them); `objects_next_after` is the
+last id listed when more follow, null when all are listed. An unknown scene: an `error` (404), then close
 code {CLOSE_NO_SCENE} with the reason; the same when the scene is deleted while connected. During
 start-up: an `error` (503), then close code {CLOSE_TRY_LATER}.
+
+**The objects past the hello**, when `objects_next_after` is not null: page them over HTTP, `GET
+/scenes/{{id}}/objects?after=<objects_next_after>`, then on along each page's `next_after` until it is null.
+The pages are read after the hello while its events keep coming here, so they may be newer than the
+hello, and an event may arrive before or after the page that already shows it. Each page answer says the
+`version` it is as of, as each event does (an event's objects are as they were at its version, a merged or
+coalesced event's too). Keep, per object id, the version of what is held of it: take an
+object's JSON from a page (at the page's `version`) or an event (at the event's), and a `removed` event's
+removal, only when that version is above the one held (equal versions show the same state). A removal is
+held as such until the paging ends, so that a page older than it does not bring the object back; an object
+missing from a page is not a removal (its `removed` event comes, or came). A page whose `version` is below the
+hello's (another worker that has not seen that edit yet) is asked again. Paged to the end, the table is the
+scene as of the newest version heard, and the events keep it so.
 
 **Requests** (text frames, JSON objects), answered in the order they arrive, each answer echoing the
 request's `id` (any JSON scalar, optional, null when absent):
@@ -108,8 +123,10 @@ interval's end, and each run of `moved` events among them comes as one (each obj
 the run's newest version); other kinds keep their order. A client
 more than {KEEP_EVENTS} events behind has its waiting events coalesced per object (the latest JSON; removed
 wins; all sent with the newest version; order: added, vertices, moved, changed, removed); more than
-`PICK_LIVE_QUEUE` events behind (or objects held), it is sent `{{"type": "resync", "version": n, "objects":
-<the whole object table>}}` instead, once it reads again.
+`PICK_LIVE_QUEUE` events behind (or objects held), it is sent `{{"type": "resync", "version": n, "object_count":
+n, "objects_next_after": ..., "objects": [...]}}` instead, once it reads again: the table as of `version`, its
+first objects and cursor as in `hello`. The client starts its table afresh from it, as from a hello (what it
+held, and the pages it had asked for, are dropped), and pages the rest the same way, no page older than it.
 Every event sent has a `version` above the last table's (hello's or resync's): an event of an edit
 the table already shows is not sent.
 """
@@ -152,10 +169,15 @@ def _decode(text: str):
         raise ClientError(422, f"the message is not valid JSON: {error}") from None
 
 
-def table_frame(view, **head) -> str:
-    """A ``hello`` or ``resync`` frame: ``head``'s fields, then the view's ``version`` and ``objects``
-    (the table as of that edit, serialized once per view)."""
-    return _dumps({**head, "version": view.version})[:-1] + ',"objects":' + view.objects.json_text + "}"
+def table_frame(view, limit: int, **head) -> str:
+    """A ``hello`` or ``resync`` frame: ``head``'s fields, then the view's ``version``,
+    ``object_count``, ``objects_next_after`` and ``objects``, the first ``limit`` objects of the
+    table as of that edit (serialized once per view: ``ObjectTable.head_json``). Its size and the
+    time to make it grow with ``limit``, not with the scene."""
+    objects = view.objects
+    text, next_after = objects.head_json(limit)
+    head = {**head, "version": view.version, "object_count": len(objects), "objects_next_after": next_after}
+    return _dumps(head)[:-1] + ',"objects":' + text + "}"
 
 
 def _reason(detail: str) -> str:
@@ -199,7 +221,11 @@ class LiveSession:
                 # either already in this table or sent after it.
                 view = stored.view
                 subscriber.floor = view.version
-                await self.send_text(table_frame(view, type="hello", scene=self.scene_id))
+                # Made off the loop: the first of a view's hellos serializes up to PICK_INLINE_OBJECTS
+                # objects, too long to hold up the other connections' picks and edits.
+                hello = await run_in_threadpool(table_frame, view, self.settings.inline_objects, type="hello",
+                                                scene=self.scene_id)
+                await self.send_text(hello)
                 pusher = asyncio.create_task(self.push(subscriber))
                 try:
                     await self.serve()
@@ -290,7 +316,8 @@ class LiveSession:
                     view = stored.view
                     subscriber.floor = view.version
                     subscriber.stored = stored
-                    pending = [table_frame(view, type="resync")]
+                    pending = [await run_in_threadpool(table_frame, view, self.settings.inline_objects,
+                                                       type="resync")]
                 for frame in pending:
                     await self.send_text(frame)
         except (WebSocketDisconnect, WebSocketDisconnected):

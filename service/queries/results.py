@@ -30,17 +30,19 @@ def object_json(info: bvh.ObjectInfo) -> dict:
 def scene_json(stored, inline: int) -> dict:
     """A ``service.store.StoredScene`` with its first ``inline`` (at least 1) objects by id (``SceneOut``)."""
     view = stored.view
-    page = object_page_json(view.objects, None, inline)
+    page = object_page_json(view, None, inline)
     return {**_scene_head(stored), "objects": page["objects"], "object_count": page["object_count"],
             "objects_next_after": page["next_after"], "triangles": view.triangles, "bounds": bounds_json(view.bounds),
             "build_ms": stored.build_ms}
 
 
-def object_page_json(objects, after: int | None, limit: int) -> dict:
-    """A page of the object table ``objects`` (``service.store.views.ObjectTable``) as
-    ``ObjectPage``: the first ``limit`` (at least 1) live objects above ``after``, in id order."""
+def object_page_json(view, after: int | None, limit: int) -> dict:
+    """A page of the object table of ``view`` (``service.store.scenes.SceneView``) as ``ObjectPage``:
+    the first ``limit`` (at least 1) live objects above ``after``, in id order, as of ``view.version``."""
+    objects = view.objects
     ids, next_after = objects.page(after, limit)
-    return {"objects": objects.json(ids), "next_after": next_after, "object_count": len(objects)}
+    return {"objects": objects.json(ids), "next_after": next_after, "object_count": len(objects),
+            "version": view.version}
 
 
 def scene_summary_json(stored) -> dict:

@@ -23,6 +23,10 @@
   // Reconnecting the live channel: the first wait, doubled after each failure up to the last.
   const RECONNECT_FIRST_MS = 250;
   const RECONNECT_MAX_MS = 8000;
+  // The objects past a hello's first ones come over HTTP, this many a page (the most a page lists).
+  const PAGE_OBJECTS = 10000;
+  // A page older than the table (from a worker that has not seen its edits yet) is asked again after this.
+  const STALE_PAGE_MS = 100;
   // Colours of the boxes drawn over the image: the object under the mouse, the one being dragged.
   const HOVER_COLOUR = "#ffb000";
   // The camera must rest this long (ms) after a render before the ID buffer of its image is fetched.
@@ -44,6 +48,7 @@
     lastSelect: null, // {camera, rect or polygon, containment, visibleOnly, objects}, likewise
     objects: {},    // the scene's object table by id, as the live channel keeps it up to date
     version: null,  // the scene's edit number that table is at
+    complete: false, // whether the table holds every object: past a large scene's hello, once paged to the end
     live: false,    // whether the live channel is open and past its hello
     connects: 0,    // hellos received: reconnects show up as more than one
     events: 0,      // change events applied
@@ -167,7 +172,8 @@
 
   async function openScene(id) {
     Object.assign(state, { sceneId: id, camera: null, shown: null, highlight: [], lastPick: null, objects: {},
-                           version: null, hover: null, dragging: null });
+                           version: null, complete: false, hover: null, dragging: null });
+    live.table += 1;  // the previous scene's pages, if any are under way, are dropped
     forgetIdBuffer();
     history.replaceState(null, "", `?scene=${encodeURIComponent(id)}`);
     markCurrentScene();
@@ -302,6 +308,7 @@
     backoff: RECONNECT_FIRST_MS,
     timer: null,
     versions: new Map(),        // object id -> version of the JSON held: an older one never replaces it
+    table: 0,                   // hellos and resyncs taken: the pages asked for an earlier one are dropped
   };
   window.viewerLive = live;     // for tests and the console
 
@@ -401,15 +408,45 @@
     }
   }
 
-  /** The whole table, from a hello or a resync: a reconnect after missed edits redraws. */
-  function replaceTable({ version, objects }) {
+  /**
+   * The table afresh, from a hello or a resync: a reconnect after missed edits redraws. A large scene's
+   * table lists its first objects only (objects_next_after: where the rest begin); pageRest fetches them.
+   */
+  function replaceTable({ version, objects, objects_next_after: nextAfter }) {
     const missed = state.version !== null && state.version !== version;
     state.objects = Object.fromEntries(objects.map((object) => [object.id, object]));
     live.versions = new Map(objects.map((object) => [object.id, version]));
+    live.table += 1;
+    state.complete = nextAfter === null;
     forgetMissing();
     setVersion(version);
     if (missed) tableChanged();
     else drawOverlay();
+    if (!state.complete) reporting(() => pageRest(live.table, version, nextAfter));
+  }
+
+  /**
+   * The objects past a table's first ones, page by page (GET /scenes/{id}/objects), while the events
+   * keep coming over the channel. Each page is as of its own version, newer than the table, and an event
+   * may come before or after the page that already shows it: keepObjects takes an object from a page
+   * only when nothing newer of it is held, and a removal is held as one (live.versions), so a page older
+   * than it does not bring the object back. Ends when the table is replaced (a resync, a reconnect).
+   */
+  async function pageRest(table, version, after) {
+    while (after !== null) {
+      const query = new URLSearchParams({ after: String(after), limit: String(PAGE_OBJECTS) });
+      const page = await (await api(`${scenePath("/objects")}?${query}`)).json();
+      if (table !== live.table) return;
+      if (page.version < version) {
+        // A worker behind the table: the edits between would never come as events.
+        await new Promise((resolve) => setTimeout(resolve, STALE_PAGE_MS));
+        continue;
+      }
+      keepObjects(page.objects, page.version);
+      after = page.next_after;
+    }
+    state.complete = true;
+    drawOverlay();
   }
 
   /** Take objects' JSON as of ``version``, unless newer JSON of them is already held. */

@@ -58,6 +58,8 @@ class ObjectTable(Mapping):
         # Infos made from ``rows``, shared by every table over the same rows.
         self._shared = {"infos": {}} if shared is None else shared
         self._order = None
+        # The first pages as JSON text, by limit (:meth:`head_json`).
+        self._heads: dict[int, tuple[str, int | None]] = {}
 
     @classmethod
     def of(cls, scene: bvh.Scene) -> "ObjectTable":
@@ -233,13 +235,20 @@ class ObjectTable(Mapping):
             return first[:limit], first[limit - 1]
         return first, None
 
-    @functools.cached_property
-    def json_text(self) -> str:
-        """Every live object as :meth:`json` gives them, as one JSON array, made
-        once per table: the hellos of editors joining together, and their
-        resyncs, share it (about 150 ms for 10,000 objects; 32 editors joining
-        at once took 5.5 s when each hello made its own)."""
-        return orjson.dumps(self.json(list(self))).decode()
+    def head_json(self, limit: int) -> tuple[str, int | None]:
+        """The first ``limit`` live objects by id (:meth:`page` from the first, as :meth:`json`
+        gives them) as one JSON array, and the next page's ``after`` (None when they are all).
+
+        Made once per table and limit: the hellos of editors joining together, and their
+        resyncs, share it (10,000 objects take about 150 ms; 32 editors joining at once took
+        5.5 s when each hello made its own). Time and memory grow with ``limit``, not with
+        the table: a hello of a million-object scene lists its first ``limit`` objects only.
+        """
+        made = self._heads.get(limit)
+        if made is None:
+            ids, next_after = self.page(None, limit)
+            made = self._heads[limit] = (orjson.dumps(self.json(ids)).decode(), next_after)
+        return made
 
     def transform_rows(self, oid: int) -> list:
         """Object ``oid``'s transform as nested lists, for plain-Python arithmetic."""

@@ -157,8 +157,8 @@ DEFAULT_PAGE_OBJECTS = 1000
 PAGE_PARAMETERS = frozenset({"after", "limit"})
 
 
-def _page_answer(objects, after: int | None, limit: int) -> JSONBytes:
-    return JSONBytes(object_page_json(objects, after, limit))
+def _page_answer(view, after: int | None, limit: int) -> JSONBytes:
+    return JSONBytes(object_page_json(view, after, limit))
 
 
 @router.get("/scenes/{scene_id}/objects", response_model=ObjectPage,
@@ -179,9 +179,13 @@ async def list_objects(
     every object that lived when it started and still lives, each once, in id order, however
     the scene is edited meanwhile: an object removed before its page is reached is left out,
     one added meanwhile is listed when its page comes. Each page is made in time that grows with
-    the page, not with the scene (a binary search over the ids)."""
+    the page, not with the scene (a binary search over the ids).
+
+    ``version`` is the scene's edit number the page is as of: a client that also hears the
+    live channel's events keeps, per object, whichever of the page's row and the events is
+    newer (see the live channel's protocol)."""
     refuse_unknown_query(request, PAGE_PARAMETERS)
-    return await run_in_threadpool(_page_answer, stored.view.objects, after, limit)
+    return await run_in_threadpool(_page_answer, stored.view, after, limit)
 
 
 @router.get("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,

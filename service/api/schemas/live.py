@@ -69,13 +69,24 @@ class BatchOptionsOut(BaseModel):
     records: RecordLayout
 
 
+#: What a hello and a resync say of the table past the objects they list.
+OBJECT_COUNT = Field(ge=0, description="the scene's live objects as of `version`")
+OBJECTS_NEXT_AFTER = Field(ge=0, description="the last id listed when more objects follow: page them with GET "
+                                             "/scenes/{id}/objects?after=<it>, keeping per object the newest of "
+                                             "pages and events by version; null when all are listed")
+TABLE_OBJECTS = Field(description="the first PICK_INLINE_OBJECTS objects by id as of `version`, as GET "
+                                  "/scenes/{id} inlines them")
+
+
 class HelloMessage(BaseModel):
-    """The server's first message: the scene and its object table, as of ``version``."""
+    """The server's first message: the scene and the first of its objects, as of ``version``."""
 
     type: Literal["hello"]
     scene: str
     version: int = Field(description="the scene's edit number the table is as of")
-    objects: list[ObjectOut]
+    object_count: int = OBJECT_COUNT
+    objects_next_after: int | None = OBJECTS_NEXT_AFTER
+    objects: list[ObjectOut] = TABLE_OBJECTS
 
 
 class PickAnswer(BaseModel):
@@ -120,8 +131,11 @@ class EventMessage(BaseModel):
 
 
 class ResyncMessage(BaseModel):
-    """Sent instead of events to a client that fell too far behind (``PICK_LIVE_QUEUE``)."""
+    """Sent instead of events to a client that fell too far behind (``PICK_LIVE_QUEUE``): the table
+    afresh, as a hello gives it."""
 
     type: Literal["resync"]
     version: int = Field(description="the scene's edit number the table is as of")
-    objects: list[ObjectOut] = Field(description="the whole object table, as GET /scenes/{id} lists it")
+    object_count: int = OBJECT_COUNT
+    objects_next_after: int | None = OBJECTS_NEXT_AFTER
+    objects: list[ObjectOut] = TABLE_OBJECTS

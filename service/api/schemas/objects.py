@@ -164,6 +164,8 @@ class ObjectPage(BaseModel):
         ge=0, description="the last id of this page, to pass as after= for the next; null when no live object "
                           "follows (objects added later get larger ids, so ask again from here to see them)")
     object_count: int = Field(ge=0, description="live objects in the scene now, on every page")
+    version: int = Field(ge=0, description="the scene's edit number this page is as of: it shows every edit up to "
+                                           "this one and none after (as edit answers and live events number them)")
 
 
 class ObjectBatchResult(BaseModel):
