@@ -99,10 +99,11 @@ def gltf_document(data: bytes | None, path: Path | None) -> dict | None:
     return document if isinstance(document, dict) else None
 
 
-def read_gltf_alpha(scene, file_type: str, raw, data, path, document, resolver,
-                    texture_pixels: int | None = None) -> None:
-    """Tag trimesh's geometries of a glTF with their alpha-tested materials (:mod:`bvh.io.gltf_materials`),
-    refusing a texture of more than ``texture_pixels`` pixels before it is decoded."""
+def _gltf_file(file_type: str, raw, data, path, document, resolver, texture_pixels: int | None = None):
+    """The :class:`bvh.io.gltf_materials.GltfFile` of a glTF or GLB being
+    loaded (its JSON ``document`` read from ``data`` for a .gltf when not
+    given, its external buffers found beside ``path``), or None without a
+    document."""
     import trimesh
 
     from .gltf_materials import GltfFile
@@ -110,12 +111,21 @@ def read_gltf_alpha(scene, file_type: str, raw, data, path, document, resolver,
     if document is None and file_type == "gltf":
         document = gltf_document(data, path)
     if document is None:
-        return
+        return None
     if resolver is None and path is not None:
         resolver = trimesh.resolvers.FilePathResolver(str(path))
+    return GltfFile(document, raw if file_type == "glb" else None, resolver, texture_pixels)
+
+
+def read_gltf_alpha(scene, file_type: str, raw, data, path, document, resolver,
+                    texture_pixels: int | None = None) -> None:
+    """Tag trimesh's geometries of a glTF with their alpha-tested materials (:mod:`bvh.io.gltf_materials`),
+    refusing a texture of more than ``texture_pixels`` pixels before it is decoded."""
+    gltf = _gltf_file(file_type, raw, data, path, document, resolver, texture_pixels)
+    if gltf is None:
+        return
     try:
-        GltfFile(document, raw if file_type == "glb" else None, resolver, texture_pixels).tag_geometries(
-            list(scene.geometry.values()))
+        gltf.tag_geometries(list(scene.geometry.values()))
     except LimitExceeded:
         raise
     except ValueError as exc:
@@ -137,23 +147,15 @@ def read_exact_vertices(scene, file_type: str, raw, data, path, document, resolv
         When the view is not in the file, or not whole float64 rows:
         "could not read the exact vertices of mesh 'tet' of this GLB file: ...".
     """
-    import trimesh
-
-    from .gltf_materials import GltfFile
-
     geometries = [geometry for geometry in scene.geometry.values()
                   if isinstance(getattr(geometry, "metadata", None), dict)
                   and isinstance(geometry.metadata.get(EXTRAS_KEY), dict)
                   and "vertices_float64" in geometry.metadata[EXTRAS_KEY]]
     if not geometries:
         return
-    if document is None and file_type == "gltf":
-        document = gltf_document(data, path)
-    if document is None:
+    gltf = _gltf_file(file_type, raw, data, path, document, resolver)
+    if gltf is None:
         return
-    if resolver is None and path is not None:
-        resolver = trimesh.resolvers.FilePathResolver(str(path))
-    gltf = GltfFile(document, raw if file_type == "glb" else None, resolver)
     for geometry in geometries:
         view = geometry.metadata[EXTRAS_KEY]["vertices_float64"]
         try:
