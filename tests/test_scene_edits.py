@@ -535,22 +535,23 @@ def _scramble(scene, rng, ids, count=8):
     scene.set_transforms(chosen, np.stack([random_transform(rng, spread=60.0) for _ in chosen]))
 
 
-def _degrade(scene, rng, ids):
-    """Scramble objects until the top level asks for a build."""
+def _degraded_scene(count, seed):
+    """``(scene, ids, rng)``: a scene whose objects were scrambled until its
+    top level asked for a build."""
+    scene = _scene(count=count, seed=seed)
+    ids = np.array([info.id for info in scene.objects])
+    rng = np.random.default_rng(seed + 1)
     for _ in range(100):
         _scramble(scene, rng, ids)
         if scene.top_level_cost_ratio() > REBUILD_RATIO:
-            return
+            return scene, ids, rng
     raise AssertionError("scrambling never degraded the top level")
 
 
 def test_a_large_scenes_degraded_top_level_is_built_in_the_background_while_refits_answer(monkeypatch):
     builds = _GatedBuilds(monkeypatch)
-    scene = _scene(count=150, seed=6)
-    ids = np.array([info.id for info in scene.objects])
-    rng = np.random.default_rng(7)
+    scene, ids, rng = _degraded_scene(150, seed=6)
     origins, directions = pick_rays(flatten(scene)[0], 400, np.random.default_rng(8))
-    _degrade(scene, rng, ids)
     assert builds.entered.acquire(timeout=60.0)
     assert scene.top_level_builds == 1 and builds.started == 1
     # The build waits; edits and queries go on with the refitted tree, which
@@ -587,10 +588,7 @@ def test_a_large_scenes_degraded_top_level_is_built_in_the_background_while_refi
 
 def test_a_background_build_is_dropped_when_objects_are_added_or_removed_meanwhile(monkeypatch):
     builds = _GatedBuilds(monkeypatch)
-    scene = _scene(count=120, seed=9)
-    ids = np.array([info.id for info in scene.objects])
-    rng = np.random.default_rng(10)
-    _degrade(scene, rng, ids)
+    scene, ids, rng = _degraded_scene(120, seed=9)
     scene.add_instance(scene.meshes[0].id, random_transform(rng, spread=20.0))
     # The last object removed: the fresh scene numbers its objects alike.
     scene.remove(scene.add_instance(scene.meshes[1].id, random_transform(rng, spread=20.0)))
@@ -606,10 +604,7 @@ def test_a_background_build_is_dropped_when_objects_are_added_or_removed_meanwhi
 
 def test_a_background_build_done_during_a_batch_is_taken_after_it(monkeypatch):
     builds = _GatedBuilds(monkeypatch)
-    scene = _scene(count=120, seed=12)
-    ids = np.array([info.id for info in scene.objects])
-    rng = np.random.default_rng(13)
-    _degrade(scene, rng, ids)
+    scene, ids, rng = _degraded_scene(120, seed=12)
     origins, directions = pick_rays(flatten(scene)[0], 300, np.random.default_rng(14))
     before = scene.intersect(origins, directions)
     with scene.batch():

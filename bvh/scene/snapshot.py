@@ -143,14 +143,11 @@ class Snapshot(Recycled):
         snap.arrays = self.arrays._replace(**arrays)
         return snap
 
-    def spare(self, *names: str) -> None:
-        """:meth:`Recycled.spare` of this snapshot's per-object arrays and its
-        top level's nodes, when called with no names."""
-        if names:
-            super().spare(*names)
-        else:
-            super().spare("transform", "bounds", "inverse")
-            self.top.spare("nodes", "cost_terms")
+    def spare_all(self) -> None:
+        """:meth:`Recycled.spare` of the arrays a move writes: this snapshot's
+        per-object ones and its top level's."""
+        self.spare("transform", "bounds", "inverse")
+        self.top.spare("nodes", "cost_terms")
 
     def with_enabled(self, enabled: np.ndarray) -> SceneArrays:
         if enabled is self.enabled:

@@ -230,7 +230,7 @@ class Versions:
                         table.mask[:n].copy(), table.pickable[:n].copy(), table.bounds[:n].copy(),
                         starts.astype(np.int32), shape_data, top)
         if n > SYNC_BUILD_LIMIT:
-            threading.Thread(target=snap.spare, name="bvh-spares", daemon=True).start()
+            threading.Thread(target=snap.spare_all, name="bvh-spares", daemon=True).start()
         return snap
 
     def _derived(self, base: Snapshot, moved: np.ndarray, flagged: np.ndarray) -> Snapshot | None:
