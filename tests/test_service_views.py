@@ -56,6 +56,27 @@ def test_json_of_many_objects_is_what_object_json_gives_each():
     assert table.json(ids) == [expected[oid] for oid in ids if oid in expected]
 
 
+def test_names_and_kinds_of_many_objects_are_each_objects_own_after_edits_without_making_infos():
+    scene = _scene()
+    table = ObjectTable.of(scene)
+    scene.set_name(2, "renamed")
+    scene.remove(5)
+    added = scene.add_shape("sphere", radius=1.0, name="late")
+    table = table.changed(scene, [2, 5, added])
+    ids = [added, 7, 0, 2, 6, 2, 1]
+    names, kinds = table.names_and_kinds(np.array(ids))
+    assert names == [scene.object(oid).name for oid in ids]
+    assert kinds == [scene.object(oid).kind for oid in ids]
+    # Read from the rows' columns: no ObjectInfo was made and kept for them.
+    assert table._shared["infos"] == {}
+    try:
+        table.names_and_kinds(np.array([5]))
+    except KeyError as error:
+        assert error.args == (5,)
+    else:
+        raise AssertionError("a removed object has no name")
+
+
 def test_the_longest_name_bounds_every_live_name_and_follows_renames():
     scene = _scene()
     table = ObjectTable.of(scene)

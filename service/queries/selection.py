@@ -110,15 +110,17 @@ def selection_answer(selection, view, mode: str, settings, what: str, advice: st
     selected = np.unique(selection.object).size
     limits.check(limits.selection(selected, listed.size, int(listed.max()) if listed.size else 0, view),
                  settings, f"{what} of {selected} objects and {listed.size} triangles", advice)
-    objects = selection.object.tolist()
     if mode == "objects":
-        chosen = [{"id": oid, "name": view.objects[oid].name, "triangles": None} for oid in objects]
-        return orjson.dumps({"objects": chosen})
-    chosen = []
-    boundaries = np.flatnonzero(np.diff(selection.object)) + 1
-    for group in np.split(np.arange(len(objects)), boundaries) if objects else []:
-        oid = objects[group[0]]
-        triangles = selection.triangle[group]
-        chosen.append({"id": oid, "name": view.objects[oid].name,
-                       "triangles": triangles[triangles >= 0].tolist() if view.objects[oid].kind == "mesh" else None})
+        objects = selection.object.tolist()
+        names, _ = view.objects.names_and_kinds(selection.object)
+        return orjson.dumps({"objects": [{"id": oid, "name": name, "triangles": None}
+                                         for oid, name in zip(objects, names)]})
+    if selection.object.size == 0:
+        return orjson.dumps({"objects": []})
+    starts = np.flatnonzero(np.r_[True, np.diff(selection.object) != 0])
+    firsts = selection.object[starts]
+    names, kinds = view.objects.names_and_kinds(firsts)
+    groups = np.split(selection.triangle, starts[1:])
+    chosen = [{"id": oid, "name": name, "triangles": triangles[triangles >= 0].tolist() if kind == "mesh" else None}
+              for oid, name, kind, triangles in zip(firsts.tolist(), names, kinds, groups)]
     return orjson.dumps({"objects": chosen})

@@ -211,6 +211,31 @@ class ObjectTable(Mapping):
                 out = [entry for entry in out if entry is not None]
         return out
 
+    def names_and_kinds(self, ids) -> tuple[list, list[str]]:
+        """The names and kinds (``"mesh"``, ``"sphere"``, ...) of the live objects ``ids`` (N,),
+        in their order, read from the rows' columns at once for the objects no change overrides:
+        a selection of half a million objects must not make an ``ObjectInfo`` each."""
+        ids = np.asarray(ids, np.int64)
+        names: list = [None] * ids.shape[0]
+        kinds: list = [None] * ids.shape[0]
+        rows = self._rows_of(ids)
+        if self.changes:
+            changed = np.fromiter((oid in self.changes for oid in ids.tolist()), bool, ids.shape[0])
+            for place in np.flatnonzero(changed).tolist():
+                info = self[int(ids[place])]
+                names[place], kinds[place] = info.name, info.kind
+            rows[changed] = -2
+        known = np.flatnonzero(rows >= 0)
+        if (rows == -1).any():
+            raise KeyError(int(ids[np.flatnonzero(rows == -1)[0]]))
+        table_names = self.rows.names
+        codes, which = np.unique(self.rows.kind[rows[known]], return_inverse=True)
+        kind_names = np.array([KIND_NAMES[code] for code in codes.tolist()], object)[which].tolist()
+        for place, row, kind in zip(known.tolist(), rows[known].tolist(), kind_names):
+            names[place] = table_names[row]
+            kinds[place] = kind
+        return names, kinds
+
     def page(self, after: int | None, limit: int) -> tuple[list[int], int | None]:
         """The first ``limit`` live ids above ``after`` (from the first when None), ascending,
         and the next page's ``after``: the last of them, or None when no live id follows.
