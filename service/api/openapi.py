@@ -25,6 +25,7 @@ import http.client
 import orjson
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, TypeAdapter
 
@@ -297,6 +298,12 @@ def document_refusals(path: str, operation: dict, secured: bool, open_paths: fro
         operation["security"] = [{"bearer": []}]
         _add_error(responses, 401)
     operation["responses"] = dict(sorted(responses.items()))
+
+
+def operation_id(route: APIRoute) -> str:
+    """A route's ``operationId``: its endpoint's name (``pick_batch_binary``), which generated clients
+    name their functions and types after (FastAPI's default adds the path and the method)."""
+    return route.name
 
 
 def install_schemas(app: FastAPI, secured: bool, open_paths: frozenset[str] = frozenset()) -> None:
