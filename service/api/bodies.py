@@ -1,4 +1,5 @@
-"""Reading request bodies: JSON validated in one pass, multipart forms, content types."""
+"""Reading request bodies: JSON validated in one pass, multipart forms, content types (and the
+``Accept`` that asks for plain bytes)."""
 
 import math
 
@@ -10,10 +11,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 
 from .errors import ClientError, validation_error
-from .responses import OCTET_STREAM
 
 JSON = "application/json"
 MULTIPART = "multipart/form-data"
+OCTET_STREAM = "application/octet-stream"
 FORM_URLENCODED = "application/x-www-form-urlencoded"
 
 #: Largest non-file field of a multipart form (a name, a transform).
@@ -55,6 +56,26 @@ def require_json(request: Request) -> None:
     media = media_type(request)
     if media != JSON:
         raise unsupported_media(media, JSON)
+
+
+def wants_octet_stream(request: Request, usual: str) -> bool:
+    """Whether the request's ``Accept`` names ``application/octet-stream`` before ``usual`` (the
+    media type the route answers by default, e.g. ``image/png``), and not with ``q=0``.
+
+    A route whose usual answer is a media type client generators do not know
+    (a PNG, a GLB) also declares ``application/octet-stream``, which they read
+    as bytes; the bytes are the same either way.
+    """
+    for part in request.headers.get("accept", "").split(","):
+        media, *parameters = [piece.replace(" ", "").lower() for piece in part.split(";")]
+        weights = [parameter[2:] for parameter in parameters if parameter.startswith("q=")]
+        if weights and weights[0].strip("0.") == "" and weights[0][:1] == "0":
+            continue                    # q=0, q=0.0, ...: "not this one"
+        if media == OCTET_STREAM:
+            return True
+        if media == usual:
+            return False
+    return False
 
 
 def require_media(request: Request, accepted: str, sibling_media: str, sibling_suffix: str) -> None:

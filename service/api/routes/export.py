@@ -12,10 +12,9 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from ..bodies import JSON, OCTET_STREAM
+from ..bodies import JSON, OCTET_STREAM, wants_octet_stream
 from ..deps import SceneMeshDep, StoredSceneDep
 from ..openapi import binary_answer
-from ..responses import wants_octet_stream
 from ..schemas import ErrorOut, MeshFaces, MeshVertices
 from ...queries.exporting import FACE_DTYPE, INLINE_ROWS, VERTEX_DTYPE, mesh_arrays, rows_pieces, scene_glb
 

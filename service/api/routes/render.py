@@ -20,7 +20,7 @@ from .. import limits
 from ..deps import SettingsDep, StoredSceneDep, count_rays
 from ..errors import ClientError, client_errors, refuse_unknown_query
 from ..openapi import binary_answer
-from ..responses import OCTET_STREAM, wants_octet_stream
+from ..bodies import OCTET_STREAM, wants_octet_stream
 from ..schemas import MAX_OBJECT_ID, ErrorOut
 from ...queries.picking import ALL_BITS
 from ...queries.rendering import encode_png, frame_bounds, render
