@@ -206,7 +206,10 @@ def _describe_default(schema: dict) -> None:
     makes defaulted properties required), and the service applies the same default."""
     if "default" not in schema:
         return
-    value = orjson.dumps(schema.pop("default")).decode()
+    default = schema.pop("default")
+    if default is None:
+        return      # absent is null: the type says so already
+    value = orjson.dumps(default).decode()
     said = schema.get("description", "").rstrip()
     schema["description"] = f"{said}{'. ' if said and not said.endswith('.') else ' ' if said else ''}Default: {value}."
 
@@ -257,7 +260,12 @@ def request_defaults_described(schema: dict) -> None:
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():
             for parameter in operation.get("parameters", []):
-                _without_defaults(parameter.get("schema"))
+                schema_of = parameter.get("schema", {})
+                if "default" in schema_of:
+                    _describe_default(schema_of)
+                    if "description" in schema_of:
+                        # FastAPI gives a parameter's description to it and to its schema alike.
+                        parameter["description"] = schema_of["description"]
             for media in operation.get("requestBody", {}).get("content", {}).values():
                 _without_defaults(media.get("schema"))
             _references([operation.get("requestBody"), operation.get("parameters"),

@@ -195,7 +195,7 @@ async def list_objects(
     return await run_in_threadpool(_page_answer, stored.view, after, limit)
 
 
-@router.get("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,
+@router.get("/scenes/{scene_id}/objects/{object_id:item}", response_model=ObjectOut,
             responses={404: {"model": ErrorOut}})
 async def get_object(scene_object: SceneObjectDep):
     """One object."""
@@ -214,7 +214,7 @@ def path_object_id(request: Request) -> int:
     return int(text)
 
 
-@direct_router.patch("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,
+@direct_router.patch("/scenes/{scene_id}/objects/{object_id:item}", response_model=ObjectOut,
                      responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}, **WRITE_REFUSALS},
                      openapi_extra=body_doc(ObjectUpdate, examples=EXAMPLES["update"],
                                             path_parameters=("scene_id", ("object_id", OBJECT_ID_SCHEMA))))
@@ -230,7 +230,7 @@ async def update_object(request: Request):
     return JSONBytes(await editing.single_update(store, stored.id, object_id, body))
 
 
-@router.delete("/scenes/{scene_id}/objects/{object_id}", status_code=204,
+@router.delete("/scenes/{scene_id}/objects/{object_id:item}", status_code=204,
                responses={404: {"model": ErrorOut}, **WRITE_REFUSALS})
 async def delete_object(scene_object: SceneObjectDep, store: SceneStoreDep):
     """Remove an object (its id is never reused)."""

@@ -103,7 +103,7 @@ async def list_scenes(store: ReadyStoreDep):
     return JSONBytes({"scenes": [scene_summary_json(stored) for stored in scenes]})
 
 
-@router.get("/scenes/{scene_id}", response_model=SceneOut, responses={404: {"model": ErrorOut}})
+@router.get("/scenes/{scene_id:item}", response_model=SceneOut, responses={404: {"model": ErrorOut}})
 async def get_scene(stored: StoredSceneDep, settings: SettingsDep):
     """One scene with its objects, the first ``PICK_INLINE_OBJECTS`` (10,000 by default) by id.
     ``object_count`` says how many it has; when that is more, ``objects_next_after`` is the last id
@@ -111,7 +111,7 @@ async def get_scene(stored: StoredSceneDep, settings: SettingsDep):
     return await run_in_threadpool(_scene_answer, stored, settings)
 
 
-@router.delete("/scenes/{scene_id}", status_code=204, responses={404: {"model": ErrorOut}, **READ_ONLY})
+@router.delete("/scenes/{scene_id:item}", status_code=204, responses={404: {"model": ErrorOut}, **READ_ONLY})
 async def delete_scene(scene_id: str, store: ReadyStoreDep):
     """Delete a scene, from memory and disk."""
     try:
