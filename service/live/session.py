@@ -17,6 +17,7 @@ else is validated by the same model as the HTTP body (plus ``type`` and
 import asyncio
 import logging
 import math
+import time
 
 import orjson
 import pydantic_core
@@ -70,7 +71,7 @@ as a plain HTTP GET it answers 426 (or 404 for an unknown scene).
 `error` message (status 401) saying so, then close code {CLOSE_POLICY}; a token without the `read` scope or
 restricted to other scenes: the same with status 403. Each message is checked against the token's scope:
 `edit` needs the `edit` scope (else an `error`, status 403, naming it; the connection stays open); once the
-token expires, the next message is answered with an `error` (401) and the close.
+token expires, the connection gets an `error` (401) saying so, and the close.
 
 **On connect** the server sends `hello`: the scene id, its `version` (the scene's edit number, as edit answers
 and events carry it), `object_count` (its live objects) and `objects`, the first `PICK_INLINE_OBJECTS` (10,000
@@ -211,6 +212,8 @@ class LiveSession:
         self.grant: Grant | None = websocket.scope.get(GRANT)
         # Answers and pushed events come from two tasks: one frame at a time.
         self.sending = asyncio.Lock()
+        #: Set once the server has closed the connection (:meth:`refuse`).
+        self.closed = False
 
     async def run(self) -> None:
         await self.websocket.accept()
@@ -232,10 +235,13 @@ class LiveSession:
                                                 scene=self.scene_id)
                 await self.send_text(hello)
                 pusher = asyncio.create_task(self.push(subscriber))
+                expiry = asyncio.create_task(self.close_at_expiry()) if self.grant is not None else None
                 try:
                     await self.serve()
                 finally:
                     pusher.cancel()
+                    if expiry is not None:
+                        expiry.cancel()
             finally:
                 self.hub.unsubscribe(subscriber)
         except (WebSocketDisconnect, WebSocketDisconnected):
@@ -246,17 +252,23 @@ class LiveSession:
     # ------------------------------------------------------------ connection
     async def send_text(self, text: str) -> None:
         async with self.sending:
-            await self.websocket.send({"type": "websocket.send", "text": text})
+            if not self.closed:
+                await self.websocket.send({"type": "websocket.send", "text": text})
 
     async def send_bytes(self, data: bytes) -> None:
         async with self.sending:
-            await self.websocket.send({"type": "websocket.send", "bytes": data})
+            if not self.closed:
+                await self.websocket.send({"type": "websocket.send", "bytes": data})
 
     async def refuse(self, code: int, status: int, detail: str, ident=None) -> None:
-        """Say why in an ``error`` message, then close with ``code``."""
+        """Say why in an ``error`` message, then close with ``code`` (once: whichever task closes
+        first, the scene's deletion or the token's expiry, says why; later frames are dropped)."""
         try:
-            await self.send_text(error_frame(ident, status, detail))
             async with self.sending:
+                if self.closed:
+                    return
+                self.closed = True
+                await self.websocket.send({"type": "websocket.send", "text": error_frame(ident, status, detail)})
                 await self.websocket.close(code, _reason(detail))
         except (WebSocketDisconnect, WebSocketDisconnected):
             pass
@@ -301,6 +313,13 @@ class LiveSession:
             return False
         self.grant = grant
         return True
+
+    async def close_at_expiry(self) -> None:
+        """Close the connection when its token expires (a token without ``exp``, the API key, never)."""
+        if self.grant.expires is None:
+            return
+        await asyncio.sleep(max(0.0, self.grant.expires - time.time()))
+        await self.refuse(CLOSE_POLICY, 401, "the token expired: connect again with a new one")
 
     def check_scope(self, kind: str) -> None:
         """Refuse (403, naming the scope) a message this connection's token may not send."""

@@ -6,11 +6,12 @@ algorithm (RS256, ES256, ...) with a key of the JWK Set ``PICK_JWT_JWKS``;
 its ``exp`` is required, and ``aud`` and ``iss`` are checked when
 ``PICK_JWT_AUDIENCE`` and ``PICK_JWT_ISSUER`` are set. Claims:
 
-- ``scope``: space-separated (or a list): ``read``, ``edit``, ``admin``, each
-  implying the ones before it; other words are ignored;
+- ``scope`` (or ``scp``): space-separated (or a list): ``read``, ``edit``,
+  ``admin``, each implying the ones before it; other words are ignored;
 - ``scenes`` (optional): the ids of the only scenes the token may touch.
 """
 
+import asyncio
 import secrets
 import time
 from collections import OrderedDict
@@ -98,7 +99,8 @@ ADMIN = Grant(Scope.ADMIN)
 
 def grant_from_claims(claims: dict) -> Grant:
     """A verified JWT's claims as a :class:`Grant`."""
-    named = claims.get("scope", "")
+    # "scp" is where some identity providers put the same (a list or a string).
+    named = claims.get("scope", claims.get("scp", ""))
     words = named.split() if isinstance(named, str) else named if isinstance(named, list) else None
     if words is None or not all(isinstance(word, str) for word in words):
         raise TokenRefused('invalid token: "scope" must be a string of space-separated scopes')
@@ -128,6 +130,8 @@ class TokenVerifier:
         self.audience = settings.jwt_audience
         self.issuer = settings.jwt_issuer
         self.cache: OrderedDict[str, tuple[Grant, float]] = OrderedDict()
+        #: The JWKS read under way: requests that need it wait for the same one.
+        self.refreshing: asyncio.Future | None = None
 
     @property
     def enabled(self) -> bool:
@@ -163,13 +167,20 @@ class TokenVerifier:
         algorithm = header.get("alg")
         kid = header.get("kid")
         if self.jwks is not None and algorithm in JWKS_ALGORITHMS and self.jwks.due(kid):
-            # A URL is fetched off the event loop; refresh() reads at most once per retry interval.
-            await run_in_threadpool(self.jwks.refresh, kid)
+            await self.refresh_jwks(kid)
         grant = grant_from_claims(self.decode(token, algorithm, kid))
         self.cache[token] = (grant, now)
         if len(self.cache) > CACHED_TOKENS:
             self.cache.popitem(last=False)
         return grant
+
+    async def refresh_jwks(self, kid) -> None:
+        """Read the JWKS again, off the event loop (a URL may take seconds); concurrent callers
+        wait for one read, and :meth:`JwksKeys.refresh` reads at most once per retry interval."""
+        refreshing = self.refreshing
+        if refreshing is None or refreshing.done():
+            refreshing = self.refreshing = asyncio.ensure_future(run_in_threadpool(self.jwks.refresh, kid))
+        await asyncio.shield(refreshing)
 
     def keys_for(self, algorithm, kid) -> list:
         if algorithm in SECRET_ALGORITHMS and self.secret is not None:
