@@ -88,7 +88,8 @@ class RequestMetrics:
         finally:
             route = scope.get("route")
             # Unmatched paths share one label, so a scan of random URLs cannot grow the metrics.
-            template = getattr(route, "path", None) or "unmatched"
+            # path_format: the template without convertors ("/scenes/{scene_id}", not "{scene_id:item}").
+            template = getattr(route, "path_format", None) or "unmatched"
             self.metrics.observe(scope["method"], template, status, time.perf_counter() - start)
 
 
