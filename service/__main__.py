@@ -5,6 +5,11 @@ Two operator commands work on a data directory instead (see :mod:`service.store.
 - ``python -m service verify DATA_DIR``: check every scene; exit code 1 when one is damaged.
 - ``python -m service repair DATA_DIR SCENE_ID --accept-loss``: keep the records before a
   damaged journal's damage (the rest is written aside).
+
+and one mints a token (see :mod:`service.api.auth`):
+
+- ``python -m service token --scope read [--scene ID ...] [--ttl SECONDS]``: print a JWT signed
+  with ``PICK_JWT_SECRET`` (with ``PICK_JWT_AUDIENCE`` and ``PICK_JWT_ISSUER`` when set).
 """
 
 import argparse
@@ -62,7 +67,40 @@ def operator_command(arguments: list[str]) -> int:
     return code
 
 
+def token_command(arguments: list[str]) -> int:
+    """``token``: print a signed token for the settings' ``PICK_JWT_SECRET``; exit code 2 without one."""
+    from .api.auth import mint_token
+
+    parser = argparse.ArgumentParser(prog="python -m service token", description="Print a token (a JWT signed "
+                                     "with PICK_JWT_SECRET, HS256) for 'Authorization: Bearer <token>' or the live "
+                                     "channel's auth message.")
+    parser.add_argument("--scope", required=True, choices=("read", "edit", "admin"),
+                        help="read: picks, queries, exports, GETs, the live channel's picks; edit: also edits, "
+                             "uploads, new scenes; admin: also deleting scenes, /metrics")
+    parser.add_argument("--scene", action="append", default=[], metavar="ID",
+                        help="restrict the token to this scene (repeat for several); default: every scene")
+    parser.add_argument("--ttl", type=float, default=3600.0, metavar="SECONDS",
+                        help="seconds until the token expires (default: 3600)")
+    options = parser.parse_args(arguments)
+    if options.ttl <= 0:
+        parser.error("--ttl: a positive number of seconds")
+    try:
+        settings = get_settings()
+    except ValueError as error:
+        print(f"python -m service token: {error}", file=sys.stderr)
+        return 2
+    if settings.jwt_secret is None:
+        print("python -m service token: PICK_JWT_SECRET is not set: tokens are signed with it (and the service "
+              "must run with the same one to accept them)", file=sys.stderr)
+        return 2
+    print(mint_token(settings.jwt_secret.get_secret_value(), options.scope, options.scene, options.ttl,
+                     audience=settings.jwt_audience, issuer=settings.jwt_issuer))
+    return 0
+
+
 def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "token":
+        return token_command(sys.argv[2:])
     if len(sys.argv) > 1 and sys.argv[1] in ("verify", "repair", "-h", "--help"):
         return operator_command(sys.argv[1:])
     settings = get_settings()

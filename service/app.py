@@ -27,7 +27,8 @@ from .ops.memory import limit_arenas
 from .ops.metrics import Metrics
 from .queries.reader_processes import start_readers
 from .api.limits import BuildSlots
-from .api.middleware import ApiKeyAuth, BodyLimit, RequestMetrics
+from .api.auth import TokenAuth, TokenVerifier
+from .api.middleware import BodyLimit, RequestMetrics
 from .api.openapi import install_schemas, operation_id
 from .api.responses import JSONBytes
 from .api.routes import export, health, idbuffer, live, objects, picks, proximity, render, scenes, select, viewer
@@ -50,10 +51,11 @@ DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.js
 
 
 def open_paths(settings: Settings) -> frozenset[str]:
-    """The paths that answer without the API key: probes, metrics, the viewer's static page (it
-    holds no data; it asks for the key before it calls the API) and, with ``PICK_OPEN_DOCS``,
-    the API's own documentation."""
-    return health.OPEN_PATHS | viewer.VIEWER_PATHS | (DOCS_PATHS if settings.open_docs else frozenset())
+    """The paths that answer without a token: probes, the viewer's static page (it holds no data;
+    it asks for the key before it calls the API) and, with ``PICK_OPEN_DOCS``, the API's own
+    documentation, with ``PICK_OPEN_METRICS``, ``/metrics``."""
+    return (health.OPEN_PATHS | viewer.VIEWER_PATHS | (DOCS_PATHS if settings.open_docs else frozenset())
+            | (health.METRICS_PATHS if settings.open_metrics else frozenset()))
 
 
 def start_up(store: SceneStore, warm_up: bool, stopping: threading.Event | None = None,
@@ -229,12 +231,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        http_error=http_error, client_hung_up=client_hung_up)
     app.add_middleware(BodyLimit, limit_mb=settings.max_upload_mb)
     unlocked = open_paths(settings)
-    if settings.api_key is not None:
-        app.add_middleware(ApiKeyAuth, api_key=settings.api_key.get_secret_value(), open_paths=unlocked)
+    app.state.token_verifier = TokenVerifier(settings)
+    if settings.tokens_required:
+        app.add_middleware(TokenAuth, verifier=app.state.token_verifier, open_paths=unlocked)
     if settings.cors_origins:
         # Outside the key check: browsers send CORS preflights without credentials.
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
                            allow_headers=["*"], expose_headers=[*IDBUFFER_HEADERS, CAMERA_HEADER, *EXPORT_HEADERS])
     app.add_middleware(RequestMetrics, metrics=metrics)
-    install_schemas(app, secured=settings.api_key is not None, open_paths=unlocked)
+    install_schemas(app, secured=settings.tokens_required, open_paths=unlocked)
     return app

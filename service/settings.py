@@ -90,11 +90,28 @@ class Settings(BaseSettings):
         only the query tells, are checked after it and before serialising.
         The default lets a binary batch of ``max_rays`` rays through.
     api_key : SecretStr or None
-        When set, every route needs ``Authorization: Bearer <api_key>`` except
-        ``/health``, ``/ready``, ``/metrics`` and the viewer's static files
-        (``/``, ``/favicon.ico``, ``/viewer``, ``/viewer/<file>``: they hold no
-        data), and the API's documentation when ``open_docs`` is set; the live
-        channel takes it there or in its first message.
+        When set, every route needs ``Authorization: Bearer <token>`` except
+        ``/health``, ``/ready`` and the viewer's static files (``/``,
+        ``/favicon.ico``, ``/viewer``, ``/viewer/<file>``: they hold no data),
+        and the API's documentation when ``open_docs`` is set, ``/metrics``
+        when ``open_metrics`` is; the live channel takes it there or in its
+        first message. The key itself is an ``admin`` token for every scene;
+        the others are signed tokens (``jwt_secret``, ``jwt_jwks``), with
+        scopes (``service.api.auth``). The same holds when only
+        ``jwt_secret`` or ``jwt_jwks`` is set.
+    jwt_secret : SecretStr or None
+        Accept JWTs signed with HS256 with this secret (at least 32 bytes),
+        and sign those ``python -m service token`` prints.
+    jwt_jwks : str or None
+        Accept JWTs signed (RS256, ES256, ...) with a key of this JWK Set:
+        a file path or an ``http(s)://`` URL (an identity provider's), read
+        again every ``jwt_jwks_refresh_seconds`` and, for a token naming a
+        ``kid`` it lacks, at most every 30 s.
+    jwt_audience, jwt_issuer : str or None
+        When set, a JWT's ``aud`` must include it, its ``iss`` must equal it.
+    open_metrics : bool
+        With tokens required, answer ``/metrics`` without one (a scraper that
+        sends none); off, it needs an ``admin`` token.
     allow_open : bool
         Serve without ``api_key`` on a non-loopback ``host`` (behind a proxy
         that authenticates, or on a network where everyone may edit every
@@ -163,6 +180,12 @@ class Settings(BaseSettings):
     inline_objects: int = Field(MAX_PAGE_OBJECTS, ge=1, le=MAX_PAGE_OBJECTS)
     max_response_mb: float = Field(128.0, gt=0)
     api_key: SecretStr | None = None
+    jwt_secret: SecretStr | None = None
+    jwt_jwks: str | None = None
+    jwt_jwks_refresh_seconds: float = Field(300.0, gt=0)
+    jwt_audience: str | None = None
+    jwt_issuer: str | None = None
+    open_metrics: bool = False
     allow_open: bool = False
     open_docs: bool = False
     cors_origins: Annotated[list[str], NoDecode] = []
@@ -221,10 +244,15 @@ class Settings(BaseSettings):
         except ValueError:
             return False
 
+    @property
+    def tokens_required(self) -> bool:
+        """Whether requests need a bearer token: an API key, a JWT secret or a JWKS is set."""
+        return self.api_key is not None or self.jwt_secret is not None or self.jwt_jwks is not None
+
     def open_to_the_network(self) -> str | None:
         """Why serving on ``host`` would let anyone who reaches it change every scene, in words
         that say what to do; None when it would not (a loopback host, a key, or ``allow_open``)."""
-        if self.loopback or self.api_key is not None or self.allow_open:
+        if self.loopback or self.tokens_required or self.allow_open:
             return None
         return (f"PICK_HOST={self.host} is not a loopback address and PICK_API_KEY is not set: anyone who "
                 f"can reach port {self.port} could upload, change and delete every scene. Set PICK_API_KEY to a "
@@ -233,12 +261,21 @@ class Settings(BaseSettings):
                 "PICK_ALLOW_OPEN=true to serve without a key on purpose (behind a proxy that authenticates), or "
                 "PICK_HOST=127.0.0.1 to serve this machine only.")
 
-    @field_validator("api_key", mode="before")
+    @field_validator("api_key", "jwt_secret", "jwt_jwks", "jwt_audience", "jwt_issuer", mode="before")
     @classmethod
     def _empty_key_is_no_key(cls, value):
         # PICK_API_KEY= (set but empty) must not mean "the key is the empty string".
         if isinstance(value, str) and not value.strip():
             return None
+        return value
+
+    @field_validator("jwt_secret")
+    @classmethod
+    def _long_enough_secret(cls, value):
+        # RFC 7518 3.2: an HS256 key as long as the hash (32 bytes); a shorter one can be guessed.
+        if value is not None and len(value.get_secret_value().encode()) < 32:
+            raise ValueError("PICK_JWT_SECRET must be at least 32 bytes (e.g. python -c 'import secrets; "
+                             "print(secrets.token_urlsafe(32))')")
         return value
 
 

@@ -120,11 +120,13 @@ def test_a_secured_service_documents_401(make_client):
     document = client.get("/openapi.json", headers={"Authorization": "Bearer secret"}).json()
     assert document["components"]["securitySchemes"] == {"bearer": {"type": "http", "scheme": "bearer"}}
     for path, method, operation in _operations(document):
-        if path in ("/health", "/ready", "/metrics"):
+        if path in ("/health", "/ready"):
             assert "401" not in operation["responses"] and "security" not in operation
         else:
             assert operation["security"] == [{"bearer": []}], (method, path)
-            assert operation["responses"]["401"]["content"]["application/json"]["schema"] == ERROR_OUT
+            for status in ("401", "403"):
+                assert operation["responses"][status]["content"]["application/json"]["schema"] == ERROR_OUT
+            assert operation["x-scopes"][-1] == "admin" and operation["x-scopes"][0] in ("read", "edit", "admin")
 
 
 # ------------------------------------------------------------------ 405 and OPTIONS

@@ -54,8 +54,11 @@ def test_metrics_count_requests_rays_scenes_and_triangles(client, triangle_scene
 
 def test_api_key(make_client):
     client = make_client(api_key="s3cret")
-    for path in ("/health", "/ready", "/metrics", "/viewer", "/viewer/viewer.js", "/favicon.ico"):
+    for path in ("/health", "/ready", "/viewer", "/viewer/viewer.js", "/favicon.ico"):
         assert client.get(path).status_code == 200, path
+    # /metrics is an admin's (the key is one), unless PICK_OPEN_METRICS opens it: below.
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers={"Authorization": "Bearer s3cret"}).status_code == 200
     # The API's own documentation follows the key (PICK_OPEN_DOCS opens it: below).
     for path in DOCS:
         assert client.get(path).status_code == 401, path
@@ -79,6 +82,12 @@ def test_api_key(make_client):
     assert schema["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert schema["paths"]["/scenes/{scene_id}/pick"]["post"]["security"] == [{"bearer": []}]
     assert "security" not in schema["paths"]["/health"]["get"]
+
+
+def test_open_metrics_opens_metrics_to_a_scraper_without_a_token(make_client):
+    client = make_client(api_key="s3cret", open_metrics=True)
+    assert "pick_scenes" in client.get("/metrics").text
+    assert client.get("/scenes").status_code == 401
 
 
 #: The API's documentation, as FastAPI serves it.

@@ -1,5 +1,5 @@
-"""Typed dependencies: settings, the scene store, a scene by id (the API key is checked by
-``service.api.middleware.ApiKeyAuth``).
+"""Typed dependencies: settings, the scene store, a scene by id, the request's token's grant
+(tokens, their scopes and scenes are checked by ``service.api.auth.TokenAuth``).
 
 Every route that reads a scene takes it as :data:`StoredSceneDep` (or
 :data:`SceneObjectDep`, :data:`SceneMeshDep` when its path names an object or a
@@ -17,6 +17,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
+from .auth import GRANT, Grant
 from .errors import ClientError
 from .limits import BuildSlots
 from ..settings import Settings
@@ -45,7 +46,13 @@ async def get_build_slots(request: Request) -> BuildSlots:
     return request.app.state.build_slots
 
 
+async def get_grant(request: Request) -> Grant | None:
+    """What the request's token may do (scopes, scenes); None when the service needs no token."""
+    return request.scope.get(GRANT)
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+GrantDep = Annotated[Grant | None, Depends(get_grant)]
 BuildSlotsDep = Annotated[BuildSlots, Depends(get_build_slots)]
 SceneStoreDep = Annotated[SceneStore, Depends(get_store)]
 

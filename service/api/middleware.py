@@ -1,6 +1,5 @@
 """Pure ASGI middleware (no per-request task or copy, unlike ``BaseHTTPMiddleware``)."""
 
-import secrets
 import time
 
 import orjson
@@ -37,7 +36,7 @@ class BodyLimit:
         for name, value in scope["headers"]:
             if name == b"content-length":
                 if value.isdigit() and int(value) > self.limit:
-                    await _send_json(send, 413, BodyTooLarge(self.limit_mb).detail)
+                    await send_json(send, 413, BodyTooLarge(self.limit_mb).detail)
                     return
                 break
         received = 0
@@ -56,7 +55,7 @@ class BodyLimit:
         await self.app(scope, limited_receive, send)
 
 
-async def _send_json(send: Send, status: int, detail: str, headers: list | None = None) -> None:
+async def send_json(send: Send, status: int, detail: str, headers: list | None = None) -> None:
     body = orjson.dumps({"detail": detail})
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
@@ -94,71 +93,9 @@ class RequestMetrics:
             self.metrics.observe(scope["method"], template, status, time.perf_counter() - start)
 
 
-#: Set in a WebSocket's scope by :class:`ApiKeyAuth` when its upgrade carried the right key; without
-#: it (and with a key set), the live channel asks for the key in the first message.
-KEY_CHECKED = "pick.api_key_checked"
-
-
-class ApiKeyAuth:
-    """With ``PICK_API_KEY`` set, every other route needs ``Authorization: Bearer <key>``.
-
-    A middleware rather than a route dependency: it covers every route,
-    present and future, in one place, and costs a header scan instead of a
-    pass of FastAPI's dependency solver on each pick.
-
-    A WebSocket upgrade with the right key is marked :data:`KEY_CHECKED`; one
-    with a wrong key (or another scheme) is accepted, told why in an
-    ``error`` message and closed with 1008, so a browser can read the
-    reason; one with no ``Authorization`` header goes on, since browsers
-    cannot set that header: the live channel then reads the key from the
-    first message.
-
-    Parameters
-    ----------
-    app : ASGI app
-    api_key : str
-    open_paths : frozenset of str
-        Paths that answer without the key (the app chooses them: see
-        ``service.app.open_paths``).
-    """
-
-    def __init__(self, app: ASGIApp, api_key: str, open_paths: frozenset[str]):
-        self.app = app
-        self.expected = api_key.encode()
-        self.open_paths = open_paths
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "lifespan" or (kind == "http" and scope["path"] in self.open_paths):
-            await self.app(scope, receive, send)
-            return
-        present = False
-        given = None
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                present = True
-                scheme, _, token = value.partition(b" ")
-                if scheme.lower() == b"bearer":
-                    given = token.strip()
-                break
-        # compare_digest takes as long for a wrong key as for a right one.
-        if given is not None and secrets.compare_digest(given, self.expected):
-            if kind == "websocket":
-                scope[KEY_CHECKED] = True
-            await self.app(scope, receive, send)
-            return
-        detail = "missing API key: send 'Authorization: Bearer <key>'" if given is None else "wrong API key"
-        if kind == "websocket":
-            if not present:
-                await self.app(scope, receive, send)
-                return
-            await _refuse_websocket(receive, send, detail)
-            return
-        await _send_json(send, 401, detail, [(b"www-authenticate", b'Bearer realm="pick"')])
-
-
-async def _refuse_websocket(receive: Receive, send: Send, detail: str) -> None:
-    """Accept a WebSocket, say why it is refused in an ``error`` message, and close it with 1008.
+async def refuse_websocket(receive: Receive, send: Send, status: int, detail: str) -> None:
+    """Accept a WebSocket, say why it is refused in an ``error`` message (with the HTTP ``status``
+    of the same refusal), and close it with 1008 (policy violation).
 
     Closing before the accept would answer the upgrade with a bare 403, which
     a browser reports without the reason.
@@ -168,5 +105,5 @@ async def _refuse_websocket(receive: Receive, send: Send, detail: str) -> None:
         return
     await send({"type": "websocket.accept"})
     await send({"type": "websocket.send",
-                "text": orjson.dumps({"type": "error", "id": None, "status": 401, "detail": detail}).decode()})
-    await send({"type": "websocket.close", "code": 1008, "reason": detail})
+                "text": orjson.dumps({"type": "error", "id": None, "status": status, "detail": detail}).decode()})
+    await send({"type": "websocket.close", "code": 1008, "reason": detail.encode()[:123].decode(errors="ignore")})

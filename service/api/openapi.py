@@ -29,6 +29,7 @@ from fastapi.routing import APIRoute
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, TypeAdapter
 
+from .auth.scopes import Scope, required_scope
 from .schemas import ErrorOut
 
 REF_TEMPLATE = "#/components/schemas/{model}"
@@ -39,7 +40,10 @@ FASTAPI_VALIDATION_SCHEMAS = ("HTTPValidationError", "ValidationError")
 
 #: What each service-wide refusal means, as documented.
 ERROR_DESCRIPTIONS = {
-    401: "missing or wrong API key (`Authorization: Bearer <key>`)",
+    401: ("missing, wrong, expired or foreign-signed API key or token (`Authorization: Bearer <key or token>`; "
+          "see `WWW-Authenticate`)"),
+    403: ("the token lacks the scope this operation needs (`x-scopes`: any of them grants it) or may not touch "
+          "this scene; the detail names which"),
     404: "no such scene or object",
     413: ("the request is too large: a body over PICK_MAX_UPLOAD_MB, more rays than PICK_MAX_RAYS, or an answer "
           "that could exceed PICK_MAX_RESPONSE_MB"),
@@ -279,8 +283,16 @@ def _add_error(responses: dict, status: int) -> None:
                                        "content": {"application/json": {"schema": ERROR_REF}}})
 
 
-def document_refusals(path: str, operation: dict, secured: bool, open_paths: frozenset) -> None:
-    """Document on one operation every refusal the service may answer it with, as ``ErrorOut``."""
+def granting_scopes(method: str, path: str) -> list[str]:
+    """The scopes any of which grants an operation (``x-scopes``): its own and those above it."""
+    needed = required_scope(method.upper(), path)
+    return [scope.label for scope in Scope if scope >= needed and scope is not Scope.NONE]
+
+
+def document_refusals(path: str, operation: dict, secured: bool, open_paths: frozenset,
+                      method: str = "get") -> None:
+    """Document on one operation every refusal the service may answer it with, as ``ErrorOut``,
+    and, when ``secured``, the scopes that grant it (``x-scopes``)."""
     responses = operation.setdefault("responses", {})
     for status, response in responses.items():
         if status.isdigit() and int(status) >= 400:
@@ -304,7 +316,10 @@ def document_refusals(path: str, operation: dict, secured: bool, open_paths: fro
         _add_error(responses, 503)
     if secured and path not in open_paths:
         operation["security"] = [{"bearer": []}]
+        # A bearer scheme has no scopes of its own in OpenAPI 3 (only OAuth2 has): an extension says them.
+        operation["x-scopes"] = granting_scopes(method, path)
         _add_error(responses, 401)
+        _add_error(responses, 403)
     operation["responses"] = dict(sorted(responses.items()))
 
 
@@ -333,8 +348,8 @@ def install_schemas(app: FastAPI, secured: bool, open_paths: frozenset[str] = fr
             if secured:
                 schema["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
             for path, operations in schema.get("paths", {}).items():
-                for operation in operations.values():
-                    document_refusals(path, operation, secured, open_paths)
+                for method, operation in operations.items():
+                    document_refusals(path, operation, secured, open_paths, method)
             request_defaults_described(schema)
             app.openapi_schema = schema
         return app.openapi_schema

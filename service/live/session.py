@@ -17,7 +17,7 @@ else is validated by the same model as the HTTP body (plus ``type`` and
 import asyncio
 import logging
 import math
-import secrets
+import time
 
 import orjson
 import pydantic_core
@@ -29,7 +29,7 @@ from ..api.bodies import INLINE_PARSE_BYTES, parse_json, parse_json_body, plain_
 from ..api.deps import find_scene, scene_in_memory
 from ..api.dual_form import RAYS, off_loop
 from ..api.errors import ClientError
-from ..api.middleware import KEY_CHECKED
+from ..api.auth import GRANT, LIVE_MESSAGE_SCOPES, Grant, TokenRefused
 from ..api.responses import JSON_OPTIONS
 from ..api.schemas import BatchOptionsMessage, EditMessage, PickMessage
 from ..queries.editing import patch_objects
@@ -65,9 +65,13 @@ PROTOCOL = f"""\
 **A WebSocket**: open `ws://<host>/scenes/{{scene_id}}/live` (this GET with `Upgrade: websocket`);
 as a plain HTTP GET it answers 426 (or 404 for an unknown scene).
 
-**Auth**, when `PICK_API_KEY` is set: `Authorization: Bearer <key>` on the upgrade, or (browsers cannot
-set that header) the first message `{{"type": "auth", "key": "<key>"}}` within {AUTH_SECONDS:g} s. A wrong
-or missing key: an `error` message (status 401) saying so, then close code {CLOSE_POLICY}.
+**Auth**, when tokens are required (`PICK_API_KEY`, `PICK_JWT_SECRET` or `PICK_JWT_JWKS` set):
+`Authorization: Bearer <key or token>` on the upgrade, or (browsers cannot set that header) the first message
+`{{"type": "auth", "key": "<key or token>"}}` within {AUTH_SECONDS:g} s. A wrong, expired or missing token: an
+`error` message (status 401) saying so, then close code {CLOSE_POLICY}; a token without the `read` scope or
+restricted to other scenes: the same with status 403. Each message is checked against the token's scope:
+`edit` needs the `edit` scope (else an `error`, status 403, naming it; the connection stays open); once the
+token expires, the connection gets an `error` (401) saying so, and the close.
 
 **On connect** the server sends `hello`: the scene id, its `version` (the scene's edit number, as edit answers
 and events carry it), `object_count` (its live objects) and `objects`, the first `PICK_INLINE_OBJECTS` (10,000
@@ -204,8 +208,12 @@ class LiveSession:
                               "exclude": None, "alpha_test": True, "alpha_cutoff": 0.5, "line_tolerance": 0.0,
                               "point_tolerance": 0.0, "records": "surface"}
         self.batch_layout = RECORD
+        #: What the connection's token may do; None when the service needs no token.
+        self.grant: Grant | None = websocket.scope.get(GRANT)
         # Answers and pushed events come from two tasks: one frame at a time.
         self.sending = asyncio.Lock()
+        #: Set once the server has closed the connection (:meth:`refuse`).
+        self.closed = False
 
     async def run(self) -> None:
         await self.websocket.accept()
@@ -227,10 +235,13 @@ class LiveSession:
                                                 scene=self.scene_id)
                 await self.send_text(hello)
                 pusher = asyncio.create_task(self.push(subscriber))
+                expiry = asyncio.create_task(self.close_at_expiry()) if self.grant is not None else None
                 try:
                     await self.serve()
                 finally:
                     pusher.cancel()
+                    if expiry is not None:
+                        expiry.cancel()
             finally:
                 self.hub.unsubscribe(subscriber)
         except (WebSocketDisconnect, WebSocketDisconnected):
@@ -241,24 +252,32 @@ class LiveSession:
     # ------------------------------------------------------------ connection
     async def send_text(self, text: str) -> None:
         async with self.sending:
-            await self.websocket.send({"type": "websocket.send", "text": text})
+            if not self.closed:
+                await self.websocket.send({"type": "websocket.send", "text": text})
 
     async def send_bytes(self, data: bytes) -> None:
         async with self.sending:
-            await self.websocket.send({"type": "websocket.send", "bytes": data})
+            if not self.closed:
+                await self.websocket.send({"type": "websocket.send", "bytes": data})
 
     async def refuse(self, code: int, status: int, detail: str, ident=None) -> None:
-        """Say why in an ``error`` message, then close with ``code``."""
+        """Say why in an ``error`` message, then close with ``code`` (once: whichever task closes
+        first, the scene's deletion or the token's expiry, says why; later frames are dropped)."""
         try:
-            await self.send_text(error_frame(ident, status, detail))
             async with self.sending:
+                if self.closed:
+                    return
+                self.closed = True
+                await self.websocket.send({"type": "websocket.send", "text": error_frame(ident, status, detail)})
                 await self.websocket.close(code, _reason(detail))
         except (WebSocketDisconnect, WebSocketDisconnected):
             pass
 
     async def authenticate(self) -> bool:
-        """True when no key is needed, the upgrade carried it, or the first message does."""
-        if self.settings.api_key is None or self.websocket.scope.get(KEY_CHECKED):
+        """True when no token is needed, the upgrade carried one, or the first message does (and it
+        may read this scene: the middleware checked the upgrade's)."""
+        verifier = self.websocket.app.state.token_verifier
+        if not verifier.enabled or self.grant is not None:
             return True
         try:
             message = await asyncio.wait_for(self.websocket.receive(), AUTH_SECONDS)
@@ -283,11 +302,31 @@ class LiveSession:
         if not isinstance(key, str):
             await self.refuse(CLOSE_POLICY, 401, 'missing API key: the auth message needs "key", the key as a string')
             return False
-        # compare_digest takes as long for a wrong key as for a right one.
-        if not secrets.compare_digest(key.encode(), self.settings.api_key.get_secret_value().encode()):
-            await self.refuse(CLOSE_POLICY, 401, "wrong API key")
+        try:
+            grant = await verifier.verify(key)
+        except TokenRefused as refused:
+            await self.refuse(CLOSE_POLICY, 401, refused.detail)
             return False
+        refusal = grant.refusal("GET", PATH.format(scene_id=self.scene_id))
+        if refusal is not None:
+            await self.refuse(CLOSE_POLICY, 403, refusal)
+            return False
+        self.grant = grant
         return True
+
+    async def close_at_expiry(self) -> None:
+        """Close the connection when its token expires (a token without ``exp``, the API key, never)."""
+        if self.grant.expires is None:
+            return
+        await asyncio.sleep(max(0.0, self.grant.expires - time.time()))
+        await self.refuse(CLOSE_POLICY, 401, "the token expired: connect again with a new one")
+
+    def check_scope(self, kind: str) -> None:
+        """Refuse (403, naming the scope) a message this connection's token may not send."""
+        if self.grant is not None:
+            refusal = self.grant.lacks(LIVE_MESSAGE_SCOPES[kind])
+            if refusal is not None:
+                raise ClientError(403, refusal)
 
     async def open_scene(self):
         try:
@@ -335,6 +374,9 @@ class LiveSession:
             message = await receive()
             if message["type"] == "websocket.disconnect":
                 return
+            if self.grant is not None and self.grant.expired():
+                await self.refuse(CLOSE_POLICY, 401, "the token expired: connect again with a new one")
+                return
             text = message.get("text")
             if text is not None:
                 await self.send_text(await self.answer(self.on_text, text, "a live message"))
@@ -373,10 +415,13 @@ class LiveSession:
         request["id"] = ident
         kind = data.get("type")
         if kind == "pick":
+            self.check_scope(kind)
             return await self.pick(data, text, ident)
         if kind == "batch_options":
+            self.check_scope(kind)
             return await self.set_batch_options(text, ident)
         if kind == "edit":
+            self.check_scope(kind)
             return await self.edit(data, ident)
         if kind == "auth":
             raise ClientError(422, "auth is only the first message, when the upgrade carried no key; "
@@ -426,6 +471,7 @@ class LiveSession:
                                    f"{MAGIC.decode()!r} and the request id as a little-endian uint32; "
                                    f"this one starts with {bytes(data[:4])!r}")
         request["id"] = int.from_bytes(data[4:HEADER_BYTES], "little")
+        self.check_scope("binary")
         stored = await self.scene()
         rays = memoryview(data)[HEADER_BYTES:]
         count = RAYS.count(len(rays), self.settings, self.batch_layout.itemsize,

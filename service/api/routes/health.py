@@ -10,8 +10,10 @@ from ..schemas import Health, Readiness
 
 router = APIRouter(tags=["service"])
 
-#: These answer without the API key: probes and metrics scrapers carry none.
-OPEN_PATHS = frozenset({"/health", "/ready", "/metrics"})
+#: These answer without a token: probes carry none.
+OPEN_PATHS = frozenset({"/health", "/ready"})
+#: An ``admin`` token's, unless ``PICK_OPEN_METRICS`` opens them to a scraper that carries none.
+METRICS_PATHS = frozenset({"/metrics"})
 
 _HEALTHY = b'{"status":"ok"}'
 

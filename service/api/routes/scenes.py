@@ -9,7 +9,7 @@ import bvh
 
 from ..bodies import JSON, MULTIPART, UPLOAD_SUFFIX, form_file, form_text, parse_json_body, read_form, require_media
 from ...queries.building import add_file_meshes, add_inline_meshes, place_file_instances, place_inline_meshes
-from ..deps import BuildSlotsDep, ReadyStoreDep, SettingsDep, StoredSceneDep
+from ..deps import BuildSlotsDep, GrantDep, ReadyStoreDep, SettingsDep, StoredSceneDep
 from ..errors import ClientError, client_errors
 from ..limits import BUILDS_BUSY_RESPONSE
 from ..openapi import EXAMPLES, body_doc
@@ -97,9 +97,12 @@ async def upload_scene(request: Request, store: ReadyStoreDep, settings: Setting
 
 
 @router.get("/scenes", response_model=SceneList)
-async def list_scenes(store: ReadyStoreDep):
-    """Every scene, oldest first, with counts (not objects)."""
+async def list_scenes(store: ReadyStoreDep, grant: GrantDep):
+    """Every scene, oldest first, with counts (not objects); for a token restricted to some
+    scenes, those of them that exist."""
     scenes = await run_in_threadpool(store.list)
+    if grant is not None and grant.scenes is not None:
+        scenes = [stored for stored in scenes if stored.id in grant.scenes]
     return JSONBytes({"scenes": [scene_summary_json(stored) for stored in scenes]})
 
 

@@ -18,8 +18,9 @@ MessageId = Annotated[str | int | float | bool | None,
 
 
 class AuthMessage(RequestModel):
-    """The first message, when ``PICK_API_KEY`` is set and the upgrade carried no
-    ``Authorization: Bearer <key>`` header (browsers cannot set one)."""
+    """The first message, when tokens are required and the upgrade carried no
+    ``Authorization: Bearer <key or token>`` header (browsers cannot set one):
+    ``key`` is the API key or a signed token."""
 
     type: Literal["auth"]
     key: str
