@@ -30,8 +30,8 @@ from typing import Annotated
 import orjson
 from fastapi import Depends, Header, Request
 
-from .errors import ClientError, ReplayedAnswer
-from ..store.idempotency import MAX_KEY_LENGTH, KeyReused, Replayed, RequestKey, key_problem
+from .errors import REPLAYED_HEADER, ClientError, ReplayedAnswer
+from ..store.idempotency import MAX_KEY_LENGTH, KeyedWrite, KeyReused, Replayed, RequestKey, key_problem
 
 HEADER = "Idempotency-Key"
 
@@ -61,7 +61,7 @@ def checked_key(key: str | None, request: Request) -> RequestKey | None:
 
 async def idempotency_key(
         request: Request,
-        key: Annotated[str | None, Header(
+        key: Annotated[str, Header(
             alias=HEADER, description=KEY_DESCRIPTION,
             json_schema_extra={"minLength": 1, "maxLength": MAX_KEY_LENGTH, "pattern": "^[\\x20-\\x7e]+$"})] = None,
 ) -> RequestKey | None:
@@ -72,29 +72,79 @@ async def idempotency_key(
 #: The ``Idempotency-Key`` header of a write route, checked, with the route's operation.
 IdempotencyKeyDep = Annotated[RequestKey | None, Depends(idempotency_key)]
 
+#: The header as the OpenAPI documents it (for routes FastAPI's dependency solver never sees).
+KEY_PARAMETER = {"name": HEADER, "in": "header", "required": False, "description": KEY_DESCRIPTION,
+                 "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH,
+                            "pattern": "^[\\x20-\\x7e]+$", "title": HEADER, "description": KEY_DESCRIPTION}}
+
 
 def request_key(request: Request) -> RequestKey | None:
     """:data:`IdempotencyKeyDep` for a ``DirectRoute``, which FastAPI's dependency solver never sees."""
     return checked_key(request.headers.get(HEADER), request)
 
 
-def replay(replayed: Replayed, answer: bytes | None = None) -> ReplayedAnswer:
+#: The operation of the live channel's edits (``service.live``): their keys are a scene's as the routes' are.
+LIVE_EDIT = "live edit"
+
+
+def live_edit_key(ident) -> RequestKey | None:
+    """The idempotency key of a live-channel edit: its ``id`` when that is a string.
+
+    Raises
+    ------
+    ClientError
+        400 for a string id that cannot be a key.
+    """
+    if not isinstance(ident, str):
+        return None
+    problem = key_problem(ident)
+    if problem is not None:
+        raise ClientError(400, f"id: a string id is the edit's idempotency key, and it {problem}")
+    return RequestKey(ident, LIVE_EDIT)
+
+
+def replay(replayed: Replayed, answer: bytes | None = None) -> ClientError:
     """The answer to a repeat: the first answer as recorded (``answer``: the body to send
     instead, for a create, whose answer is the scene as it is now)."""
     entry = replayed.entry
     if answer is not None:
         return ReplayedAnswer(entry.status, answer)
     if not entry.kept:
-        return ReplayedAnswer(409, orjson.dumps({"detail": (
-            f"this write was already made under idempotency key {entry.key[:80]!r} (edit {entry.seq}); "
-            "its answer was too large to keep: read the scene for its result")}))
+        return ClientError(409, f"this write was already made under idempotency key {entry.key[:80]!r} "
+                               f"(edit {entry.seq}); its answer was too large to keep: read the scene for its result",
+                          headers={REPLAYED_HEADER: "true"})
     return ReplayedAnswer(entry.status, b"" if entry.answer is None else orjson.dumps(entry.answer))
 
 
-async def once(call):
+def added_key(key: RequestKey | None, *parts) -> KeyedWrite | None:
+    """What the store records with an addition saved as a checkpoint (``SceneStore.edit``):
+    201 and ``{"objects": ...}``, the request told apart by ``parts`` (its body)."""
+    if key is None:
+        return None
+    return KeyedWrite(key, 201, lambda objects, _: {"objects": objects}, digest=key.digest(*parts))
+
+
+def created_key(key: RequestKey | None, *parts) -> KeyedWrite | None:
+    """What the store records with a new scene (``SceneStore.create``), told apart by ``parts``."""
+    return None if key is None else KeyedWrite(key, 201, digest=key.digest(*parts))
+
+
+def with_key_parameter(extra: dict) -> dict:
+    """``openapi_extra`` of a ``DirectRoute`` with the ``Idempotency-Key`` header, as
+    :data:`IdempotencyKeyDep` documents it on the other routes."""
+    return {**extra, "parameters": [*extra.get("parameters", ()), KEY_PARAMETER]}
+
+
+async def once(call, scene_answer=None):
     """Await ``call`` (a write of the store); a repeat of a keyed write becomes its
     first answer (:class:`ReplayedAnswer`, once the first is durable), a key
     reused with another request a 422.
+
+    Parameters
+    ----------
+    call : awaitable
+    scene_answer : async callable(scene_id) -> bytes, optional
+        For a create: the answer, made from the scene the first made.
 
     Raises
     ------
@@ -106,6 +156,9 @@ async def once(call):
         if replayed.writer is not None:
             # The first is this process's and may still be committing: its answer waits for that.
             await replayed.writer.durable(replayed.entry.seq)
-        raise replay(replayed) from None
+        body = None
+        if replayed.scene_id is not None and scene_answer is not None:
+            body = await scene_answer(replayed.scene_id)
+        raise replay(replayed, body) from None
     except KeyReused as error:
         raise ClientError(422, str(error)) from None
