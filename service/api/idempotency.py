@@ -31,11 +31,20 @@ import orjson
 from fastapi import Depends, Header, Request
 
 from .errors import REPLAYED_HEADER, ClientError, ReplayedAnswer
+from .schemas import ErrorOut
 from ..store.idempotency import MAX_KEY_LENGTH, KeyedWrite, KeyReused, Replayed, RequestKey, key_problem
 
 HEADER = "Idempotency-Key"
+#: What ``service.store.idempotency.key_problem`` accepts, as a JSON schema pattern.
+KEY_PATTERN = "^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$"
 
-KEY_DESCRIPTION = ("A key of the client's (1 to 200 printable ASCII characters, e.g. a UUID) that makes a "
+#: The refusals of a keyed write, for its route's ``responses`` (an entry it has already wins).
+KEY_REFUSALS = {400: {"model": ErrorOut, "description": "The Idempotency-Key header is not 1 to 200 printable "
+                                                        "ASCII characters."},
+                422: {"model": ErrorOut, "description": "The request is not valid, or its Idempotency-Key was "
+                                                        "sent before with another request."}}
+
+KEY_DESCRIPTION = ("A key of the client's (1 to 200 printable ASCII characters, e.g. a UUID; no space at either end) that makes a "
                    "retried write apply once: a repeat within the retention window (24 h by default) is not "
                    "applied again and is answered with the first answer (same status and body) and the header "
                    "`Idempotent-Replayed: true`; the same key with a different request is refused with 422.")
@@ -63,7 +72,7 @@ async def idempotency_key(
         request: Request,
         key: Annotated[str, Header(
             alias=HEADER, description=KEY_DESCRIPTION,
-            json_schema_extra={"minLength": 1, "maxLength": MAX_KEY_LENGTH, "pattern": "^[\\x20-\\x7e]+$"})] = None,
+            json_schema_extra={"minLength": 1, "maxLength": MAX_KEY_LENGTH, "pattern": KEY_PATTERN})] = None,
 ) -> RequestKey | None:
     """The ``Idempotency-Key`` of a write (see :func:`checked_key`)."""
     return checked_key(key, request)
@@ -75,7 +84,7 @@ IdempotencyKeyDep = Annotated[RequestKey | None, Depends(idempotency_key)]
 #: The header as the OpenAPI documents it (for routes FastAPI's dependency solver never sees).
 KEY_PARAMETER = {"name": HEADER, "in": "header", "required": False, "description": KEY_DESCRIPTION,
                  "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH,
-                            "pattern": "^[\\x20-\\x7e]+$", "title": HEADER, "description": KEY_DESCRIPTION}}
+                            "pattern": KEY_PATTERN, "title": HEADER, "description": KEY_DESCRIPTION}}
 
 
 def request_key(request: Request) -> RequestKey | None:

@@ -41,13 +41,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import orjson
 
-#: A key: 1 to 200 printable ASCII characters (space to tilde).
+#: A key: 1 to 200 printable ASCII characters (space to tilde), not starting or ending with a space.
 MAX_KEY_LENGTH = 200
 
 #: Answers larger than this (as JSON) are not written into the journal with
 #: their key: a retry that finds such a key after a restart learns that the
 #: write was made, not its answer (:class:`Replayed` with ``answer`` None).
 MAX_STORED_ANSWER_BYTES = 64 * 1024
+
+#: Bytes an entry holds besides its key and answer, about (what the byte bound counts).
+ENTRY_BYTES = 128
 
 #: The journal field of an edit record holding its key.
 REQUEST_FIELD = "request"
@@ -66,6 +69,9 @@ def key_problem(key: str) -> str | None:
     bad = next((char for char in key if not " " <= char <= "~"), None)
     if bad is not None:
         return f"must be printable ASCII characters, got {bad!r} at {key.index(bad)}"
+    if key != key.strip(" "):
+        # HTTP drops a header value's surrounding spaces: such a key could not come back the same.
+        return "must not start or end with a space"
     return None
 
 
@@ -132,7 +138,8 @@ class KeyEntry:
     at : float
         Wall-clock seconds of the write (the retention window counts from it).
     kept : bool
-        False when the answer was too large to keep (:data:`MAX_STORED_ANSWER_BYTES`).
+        False when the answer is not known: read back from a journal that left it out, as
+        too large (:data:`MAX_STORED_ANSWER_BYTES`), or a create's (answered with its scene).
     """
 
     key: str
@@ -146,12 +153,13 @@ class KeyEntry:
     size: int = field(init=False, repr=False)
 
     def __post_init__(self):
-        self.size = len(self.key) + 128 + (len(orjson.dumps(self.answer)) if self.answer is not None else 0)
+        self.size = len(self.key) + ENTRY_BYTES + (len(orjson.dumps(self.answer)) if self.answer is not None else 0)
 
     def fields(self, with_seq: bool = False) -> dict:
         """As the journal holds it."""
         entry = {"key": self.key, "digest": self.digest, "status": self.status, "at": self.at}
-        if self.kept:
+        if self.kept and self.size - len(self.key) - ENTRY_BYTES <= MAX_STORED_ANSWER_BYTES:
+            # A larger answer stays in memory only: after a restart, a repeat learns the write was made.
             entry["answer"] = self.answer
         if with_seq:
             entry["seq"] = self.seq
@@ -165,13 +173,11 @@ class KeyEntry:
 
     @classmethod
     def made(cls, request: RequestKey, digest: str, status: int, answer, seq: int) -> "KeyEntry":
-        """The entry of a write made now; an answer too large to journal is not kept."""
-        kept = answer is None or len(orjson.dumps(answer, option=orjson.OPT_SERIALIZE_NUMPY)) \
-            <= MAX_STORED_ANSWER_BYTES
-        if kept and answer is not None:
+        """The entry of a write made now."""
+        if answer is not None:
             # As the journal gives it back: numpy values become plain JSON.
             answer = orjson.loads(orjson.dumps(answer, option=orjson.OPT_SERIALIZE_NUMPY))
-        return cls(request.key, digest, status, answer if kept else None, seq, time.time(), kept)
+        return cls(request.key, digest, status, answer, seq, time.time())
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from ..deps import (BuildSlotsDep, SceneMeshDep, SceneObjectDep, SceneStoreDep, 
 from ..direct_route import DirectRoute
 from ...store.edits import Change
 from ...store.idempotency import KeyedWrite
-from ..idempotency import IdempotencyKeyDep, added_key, once, request_key, with_key_parameter
+from ..idempotency import KEY_REFUSALS, IdempotencyKeyDep, added_key, once, request_key, with_key_parameter
 from ..errors import ClientError, client_errors, refuse_unknown_query, validation_error
 from ..limits import BUILDS_BUSY_RESPONSE
 from ..openapi import EXAMPLES, body_doc
@@ -98,7 +98,7 @@ def _mesh_addition(body: MeshObjectCreate):
     return prepare, change
 
 
-ADD_REFUSALS = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
+ADD_REFUSALS = {**KEY_REFUSALS, 404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
                 422: {"model": ErrorOut}, **WRITE_REFUSALS, 503: BUILDS_BUSY_RESPONSE}
 
 
@@ -221,7 +221,7 @@ def path_object_id(request: Request) -> int:
 
 
 @direct_router.patch("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,
-                     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}, **WRITE_REFUSALS},
+                     responses={**KEY_REFUSALS, 404: {"model": ErrorOut}, 422: {"model": ErrorOut}, **WRITE_REFUSALS},
                      openapi_extra=with_key_parameter(body_doc(
                          ObjectUpdate, examples=EXAMPLES["update"],
                          path_parameters=("scene_id", ("object_id", OBJECT_ID_SCHEMA)))))
@@ -238,14 +238,14 @@ async def update_object(request: Request):
 
 
 @router.delete("/scenes/{scene_id}/objects/{object_id}", status_code=204,
-               responses={404: {"model": ErrorOut}, **WRITE_REFUSALS})
+               responses={**KEY_REFUSALS, 404: {"model": ErrorOut}, **WRITE_REFUSALS})
 async def delete_object(scene_object: SceneObjectDep, store: SceneStoreDep, key: IdempotencyKeyDep):
     """Remove an object (its id is never reused)."""
     await editing.remove_object(store, scene_object.stored.id, scene_object.id, key)
     return Response(status_code=204)
 
 
-BATCH_REFUSALS = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
+BATCH_REFUSALS = {**KEY_REFUSALS, 404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
                   422: {"model": ErrorOut}, **WRITE_REFUSALS}
 
 

@@ -11,7 +11,7 @@ from ..bodies import JSON, MULTIPART, UPLOAD_SUFFIX, form_file, form_text, parse
 from ...queries.building import add_file_meshes, add_inline_meshes, place_file_instances, place_inline_meshes
 from ..deps import BuildSlotsDep, ReadyStoreDep, SettingsDep, StoredSceneDep
 from ..errors import ClientError, client_errors
-from ..idempotency import IdempotencyKeyDep, created_key, once
+from ..idempotency import KEY_REFUSALS, IdempotencyKeyDep, created_key, once
 from ..limits import BUILDS_BUSY_RESPONSE
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
@@ -70,7 +70,7 @@ def _scene_answer(stored, settings: Settings, status_code: int = 200) -> Respons
     return JSONBytes(scene_json(stored, settings.inline_objects), status_code=status_code)
 
 
-CREATE_REFUSALS = {413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}, **DISK_FULL,
+CREATE_REFUSALS = {**KEY_REFUSALS, 413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}, **DISK_FULL,
                    503: BUILDS_BUSY_RESPONSE}
 
 
@@ -133,7 +133,8 @@ async def get_scene(stored: StoredSceneDep, settings: SettingsDep):
     return await run_in_threadpool(_scene_answer, stored, settings)
 
 
-@router.delete("/scenes/{scene_id}", status_code=204, responses={404: {"model": ErrorOut}, **READ_ONLY})
+@router.delete("/scenes/{scene_id}", status_code=204,
+               responses={400: KEY_REFUSALS[400], 404: {"model": ErrorOut}, **READ_ONLY})
 async def delete_scene(scene_id: str, store: ReadyStoreDep, key: IdempotencyKeyDep):
     """Delete a scene, from memory and disk. A repeat answers 404, keyed or not: the scene is gone."""
     del key  # Idempotent by its state (service.api.idempotency).
