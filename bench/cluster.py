@@ -250,6 +250,42 @@ def add_once(client, scene: str, number: int, attempts: int = 20):
         time.sleep(0.25)
 
 
+def sections_one_to_three(cluster, scratch: Path, count: int, quick: bool) -> None:
+    """Sections 1 to 3: picks against a single process, affinity, a scene opened on another replica."""
+    url = cluster.url
+    single = Server(scratch / "single", free_port())
+    try:
+        single.start()
+        alone = pick_latency(single.url, count)
+        clustered = pick_latency(url, count)
+        live_alone = live_picks(single.url, count)
+        live_clustered = live_picks(url, count)
+        print(f"\n1. one pick at one connection ({count} picks, torus):")
+        print(f"   single process  p50 {alone[0]:.2f} ms  p99 {alone[1]:.2f} ms")
+        print(f"   cluster         p50 {clustered[0]:.2f} ms  p99 {clustered[1]:.2f} ms")
+        print(f"   overhead        p50 {clustered[0] - alone[0]:.2f} ms  p99 {clustered[1] - alone[1]:.2f} ms"
+              f"   (bar: p50 <= 2 ms)")
+        print("   over the live channel (one WebSocket):")
+        for name, live in (("single process", live_alone), ("cluster", live_clustered)):
+            print(f"   {name:15} p50 {live['p50']:.2f} ms  p99 {live['p99']:.2f} ms  pipelined "
+                  f"{live['rate']:,.0f} picks/s")
+        print(f"   overhead        p50 {live_clustered['p50'] - live_alone['p50']:.2f} ms")
+    finally:
+        single.stop()
+    spread = affinity(cluster, 40 if quick else 250)
+    print(f"\n2. affinity: 20 scenes, {spread['requests']} mixed requests from 8 connections in "
+          f"{spread['seconds']:.1f} s ({spread['errors']} errors) over {spread['replicas']} replicas:")
+    print(f"   replicas that loaded a scene: at most {spread['most']} (bar: <= 2); scenes by count "
+          f"{dict(enumerate(spread['histogram']))}; replicas that answered a scene's requests: "
+          f"at most {spread['answered_most']}")
+    opened = open_elsewhere(cluster, scratch)
+    if "first_s" in opened:
+        print(f"\n3. the {opened['triangles']:,}-triangle scene on a replica that did not hold it: first pick "
+              f"{opened['first_s']:.2f} s (opening it), next {opened['next_s'] * 1e3:.1f} ms (bar: open <= 5 s)")
+    else:
+        print(f"\n3. {opened['note']}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", type=Path, help="the directory of a running local cluster, as `make cluster` "
@@ -258,6 +294,7 @@ def main(argv=None) -> int:
     parser.add_argument("--shared-dir", action="store_true",
                         help="scenes in one shared local directory rather than SeaweedFS")
     parser.add_argument("--edits", type=int, default=5000, help="edits through the kills (section 4)")
+    parser.add_argument("--kills-only", action="store_true", help="section 4 alone (on a cluster started here)")
     args = parser.parse_args(argv)
     count = 300 if args.quick else 3000
 
@@ -273,38 +310,8 @@ def main(argv=None) -> int:
             began = time.perf_counter()
             cluster = started = local.up(scratch / "cluster", use_store=not args.shared_dir, timeout=600)
             print(f"  ready in {time.perf_counter() - began:.0f} s at {cluster.url}")
-        url = cluster.url
-        single = Server(scratch / "single", free_port())
-        try:
-            single.start()
-            alone = pick_latency(single.url, count)
-            clustered = pick_latency(url, count)
-            live_alone = live_picks(single.url, count)
-            live_clustered = live_picks(url, count)
-            print(f"\n1. one pick at one connection ({count} picks, torus):")
-            print(f"   single process  p50 {alone[0]:.2f} ms  p99 {alone[1]:.2f} ms")
-            print(f"   cluster         p50 {clustered[0]:.2f} ms  p99 {clustered[1]:.2f} ms")
-            print(f"   overhead        p50 {clustered[0] - alone[0]:.2f} ms  p99 {clustered[1] - alone[1]:.2f} ms"
-                  f"   (bar: p50 <= 2 ms)")
-            print("   over the live channel (one WebSocket):")
-            for name, live in (("single process", live_alone), ("cluster", live_clustered)):
-                print(f"   {name:15} p50 {live['p50']:.2f} ms  p99 {live['p99']:.2f} ms  pipelined "
-                      f"{live['rate']:,.0f} picks/s")
-            print(f"   overhead        p50 {live_clustered['p50'] - live_alone['p50']:.2f} ms")
-        finally:
-            single.stop()
-        spread = affinity(cluster, 40 if args.quick else 250)
-        print(f"\n2. affinity: 20 scenes, {spread['requests']} mixed requests from 8 connections in "
-              f"{spread['seconds']:.1f} s ({spread['errors']} errors) over {spread['replicas']} replicas:")
-        print(f"   replicas that loaded a scene: at most {spread['most']} (bar: <= 2); scenes by count "
-              f"{dict(enumerate(spread['histogram']))}; replicas that answered a scene's requests: "
-              f"at most {spread['answered_most']}")
-        opened = open_elsewhere(cluster, scratch)
-        if "first_s" in opened:
-            print(f"\n3. the {opened['triangles']:,}-triangle scene on a replica that did not hold it: first pick "
-                  f"{opened['first_s']:.2f} s (opening it), next {opened['next_s'] * 1e3:.1f} ms (bar: open <= 5 s)")
-        else:
-            print(f"\n3. {opened['note']}")
+        if not args.kills_only:
+            sections_one_to_three(cluster, scratch, count, args.quick)
         if started is not None:
             try:
                 survived = edits_through_kills(started, 300 if args.quick else args.edits)
