@@ -225,6 +225,12 @@ def test_the_key_table_is_bounded_and_forgets_past_the_window():
     stale = KeyTable(KeyPolicy(retention_seconds=60))
     stale.add(KeyEntry("old", "d", 200, None, 1, time.time() - 61))
     assert stale.find("old", "d") is None and len(stale) == 0
+    # A record whose key is unreadable still applies; only its key is forgotten.
+    unreadable = KeyTable()
+    unreadable.learn([journal.Record(3, "remove", {REQUEST_FIELD: {"key": "no digest"}}),
+                      journal.Record(0, "base", {"keys": [{"key": "k", "digest": "d", "status": 204, "at": time.time(),
+                                                           "seq": 0}]})])
+    assert list(unreadable.entries) == ["k"] and not unreadable.entries["k"].kept
     heavy = KeyTable(KeyPolicy(max_bytes=10_000))
     for number in range(10):
         heavy.add(KeyEntry(f"h{number}", "d", 200, {"blob": "x" * 3000}, number + 1, time.time()))

@@ -34,12 +34,15 @@ retry later than that is a new write.
 """
 
 import hashlib
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 import orjson
+
+log = logging.getLogger("service.store")
 
 #: A key: 1 to 200 printable ASCII characters (space to tilde), not starting or ending with a space.
 MAX_KEY_LENGTH = 200
@@ -277,11 +280,15 @@ class KeyTable:
     def learn(self, records) -> None:
         """Remember the keys journal ``records`` hold (a base record's list, an edit record's own)."""
         for record in records:
-            for fields in record.fields.get(KEYS_FIELD) or ():
-                self.add(KeyEntry.of(fields, record.seq))
-            request = record.fields.get(REQUEST_FIELD)
-            if request is not None:
-                self.add(KeyEntry.of(request, record.seq))
+            found = list(record.fields.get(KEYS_FIELD) or ())
+            if record.fields.get(REQUEST_FIELD) is not None:
+                found.append(record.fields[REQUEST_FIELD])
+            for fields in found:
+                try:
+                    self.add(KeyEntry.of(fields, record.seq))
+                except (KeyError, TypeError, ValueError, AttributeError):
+                    # A key is no reason to refuse the edits: this one is forgotten, said once.
+                    log.warning("journal record %d holds an unreadable idempotency key: %.200r", record.seq, fields)
 
     def learn_annotation(self, annotations: dict) -> None:
         """Remember the key a checkpoint's annotation holds (an edit saved as a checkpoint)."""
