@@ -188,6 +188,27 @@ def test_keys_survive_checkpoints_and_a_restart(make_client, tmp_path):
     assert scene_state(again, scene) == state
 
 
+@pytest.mark.parametrize("store_kind", ["s3"], indirect=True)
+def test_another_replica_follows_the_keys_through_the_object_store(make_client, tmp_path, store_kind):
+    # Two replicas on one object store, each with a cache directory of its own.
+    first, second = make_client(), make_client(data_dir=tmp_path / "second")
+    scene = make_scene(first, "create on the first")
+    added = first.post(f"/scenes/{scene}/objects", json={"mesh": 0, "name": "once"}, headers=keyed("add"))
+    assert added.status_code == 201
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        repeat = second.post(f"/scenes/{scene}/objects", json={"mesh": 0, "name": "once"}, headers=keyed("add"))
+        if repeat.headers.get(REPLAYED) == "true":
+            break
+        time.sleep(0.05)
+    assert (repeat.status_code, repeat.content) == (201, added.content)
+    created = second.post("/scenes", json={"name": "keys", "meshes": [{"name": "tri", **TRIANGLE}]},
+                          headers=keyed("create on the first"))
+    assert created.headers.get(REPLAYED) == "true" and created.json()["id"] == scene
+    names = [entry["name"] for entry in scene_state(second, scene)[1]]
+    assert names.count("once") == 1
+
+
 def test_a_live_edit_with_a_string_id_applies_once(client):
     scene = make_scene(client)
     edit = {"type": "edit", "id": "drag-1", "objects": [{"id": 0, "name": "live"}]}
