@@ -317,7 +317,8 @@ def main(argv=None) -> int:
                 survived = edits_through_kills(started, 300 if args.quick else args.edits)
                 print(f"\n4. {survived['edits']} edits (each adds a named instance) and picks, one client; "
                       f"a holder replica killed (kill -9) after a third, its node's raylet after two thirds:")
-                print(f"   acknowledged {survived['acknowledged']} ({survived['replayed']} as a repeat's first answer), "
+                print(f"   acknowledged {survived['acknowledged']} ({survived['replayed']} as a repeat's first "
+                      "answer), "
                       f"lost {survived['lost']} (bar: 0), found twice {survived['twice']} (bar: 0); refused "
                       f"{survived['refused']}; wrong picks {survived['wrong']}; first right pick after the kill: "
                       + ", ".join(f"{what} {gap:.2f} s" for what, gap in survived["gaps"].items()) + " (bar: <= 5 s)")

@@ -349,6 +349,7 @@ def test_concurrent_duplicates_apply_once_on_workers_that_follow_each_other(tmp_
         with httpx.Client(base_url=base, timeout=30) as client:
             names = [entry["name"] for entry in scene_state(client, scene)[1]]
         assert names.count("raced") == 1
-        assert sorted(name for name in names if name and name.startswith("spread")) == [f"spread {n}" for n in range(10)]
+        spread_names = sorted(name for name in names if name and name.startswith("spread"))
+        assert spread_names == [f"spread {number}" for number in range(10)]
     finally:
         kill_9(process)

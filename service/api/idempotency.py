@@ -44,9 +44,9 @@ KEY_REFUSALS = {400: {"model": ErrorOut, "description": "The Idempotency-Key hea
                 422: {"model": ErrorOut, "description": "The request is not valid, or its Idempotency-Key was "
                                                         "sent before with another request."}}
 
-KEY_DESCRIPTION = ("A key of the client's (1 to 200 printable ASCII characters, e.g. a UUID; no space at either end) that makes a "
-                   "retried write apply once: a repeat within the retention window (24 h by default) is not "
-                   "applied again and is answered with the first answer (same status and body) and the header "
+KEY_DESCRIPTION = ("A key of the client's (1 to 200 printable ASCII characters, e.g. a UUID; no space at either "
+                   "end) that makes a retried write apply once: a repeat within the retention window (24 h by "
+                   "default) is not applied again and is answered with the first answer (same status and body) and the header "
                    "`Idempotent-Replayed: true`; the same key with a different request is refused with 422.")
 
 
@@ -70,6 +70,8 @@ def checked_key(key: str | None, request: Request) -> RequestKey | None:
 
 async def idempotency_key(
         request: Request,
+        # Typed str, not str | None: its schema is a plain string (generators make it an optional
+        # string); left out, FastAPI passes the default without validating it.
         key: Annotated[str, Header(
             alias=HEADER, description=KEY_DESCRIPTION,
             json_schema_extra={"minLength": 1, "maxLength": MAX_KEY_LENGTH, "pattern": KEY_PATTERN})] = None,

@@ -70,7 +70,8 @@ def _scene_answer(stored, settings: Settings, status_code: int = 200) -> Respons
     return JSONBytes(scene_json(stored, settings.inline_objects), status_code=status_code)
 
 
-CREATE_REFUSALS = {**KEY_REFUSALS, 413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}, **DISK_FULL,
+CREATE_REFUSALS = {**KEY_REFUSALS, 413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut},
+                   **DISK_FULL,
                    503: BUILDS_BUSY_RESPONSE}
 
 
