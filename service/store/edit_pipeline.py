@@ -67,10 +67,10 @@ class EditGroup:
 
     mergeable: bool
     records: list = field(default_factory=list)
-    #: The key of a keyed edit (alone in its group).
-    keyed: KeyedWrite | None = None
     futures: list = field(default_factory=list)
     ids: set = field(default_factory=set)
+    #: The key of a keyed edit (alone in its group).
+    keyed: KeyedWrite | None = None
 
 
 def record_ids(record: Record) -> set:
