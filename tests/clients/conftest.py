@@ -59,7 +59,7 @@ class Server:
 
 #: The service's settings for these tests: few inline objects (so tables are paged), a short live
 #: queue (so a stalled client is resynced soon), events as they come.
-SETTINGS = {"PICK_INLINE_OBJECTS": "50", "PICK_LIVE_QUEUE": "8", "PICK_LIVE_EVENT_MS": "0"}
+SETTINGS = {"PICK_INLINE_OBJECTS": "50", "PICK_LIVE_QUEUE": "2", "PICK_LIVE_EVENT_MS": "0"}
 
 
 @pytest.fixture(scope="module")

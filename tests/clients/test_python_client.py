@@ -136,7 +136,7 @@ async def readme_session(api) -> None:
     assert [(item.name, item.pickable) for item in edit.objects] == [("torus", True), ("second", False)]
     with pytest.raises(ApiError) as refused:
         await api.update_objects(sid, [{"id": 1, "name": "x"}, {"id": 7, "mask": 1}])
-    assert (refused.value.status, refused.value.detail) == (422, "entry 1: no object 7 in this scene")
+    assert (refused.value.status, refused.value.detail) == (404, "entry 1: no object 7 in this scene")
     assert [item.name for item in await api.all_objects(sid)] == ["torus", "second"]
 
     stored = await api.mesh_vertices(sid, 0, exact=True)
@@ -388,23 +388,30 @@ def test_errors_are_not_retried_and_say_what_was_wrong(server):
             client.pick_batch("0" * 32, [[0, 0]], [[0, 0, 1]])
 
 
-def test_the_token_goes_as_a_bearer_header(tmp_path):
+@pytest.fixture(scope="module")
+def keyed_server(tmp_path_factory):
+    """A service of its own with an API key (the restart test kills it)."""
     from tests.clients.conftest import SETTINGS, Server
-    keyed = Server(tmp_path / "data", {**SETTINGS, "PICK_API_KEY": "client-test-key"})
-    try:
-        with Client(keyed.url, timeout=TIMEOUT, token="client-test-key") as client:
-            scene = client.create_scene(triangles_scene(1))
-            with client.live(scene.id) as channel:
-                assert channel.pick([0.1, 0.1, 1], [0, 0, -1]).object.id == 0
-        with Client(keyed.url, timeout=TIMEOUT, token="wrong") as client:
-            with pytest.raises(ApiError) as refused:
-                client.list_scenes()
-            assert refused.value.status == 401
-            with pytest.raises(ApiError) as refused:
-                client.live(scene.id)
-            assert refused.value.status == 401
-    finally:
-        keyed.stop()
+    running = Server(tmp_path_factory.mktemp("keyed-data"), {**SETTINGS, "PICK_API_KEY": KEY})
+    yield running
+    running.stop()
+
+
+KEY = "client-test-key"
+
+
+def test_the_token_goes_as_a_bearer_header(keyed_server):
+    with Client(keyed_server.url, timeout=TIMEOUT, token=KEY) as client:
+        scene = client.create_scene(triangles_scene(1))
+        with client.live(scene.id) as channel:
+            assert channel.pick([0.1, 0.1, 1], [0, 0, -1]).object.id == 0
+    with Client(keyed_server.url, timeout=TIMEOUT, token="wrong") as client:
+        with pytest.raises(ApiError) as refused:
+            client.list_scenes()
+        assert refused.value.status == 401
+        with pytest.raises(ApiError) as refused:
+            client.live(scene.id)
+        assert refused.value.status == 401
 
 
 # ------------------------------------------------------------------ the live channel
@@ -440,7 +447,7 @@ def test_two_live_clients_see_each_others_edits(server):
             assert second.pick_batch(origins, directions).primitive.tolist() == [0, 0, -1]
             with pytest.raises(ApiError) as refused:
                 first.edit([{"id": 99, "name": "x"}])
-            assert refused.value.status == 422 and "no object 99" in refused.value.detail
+            assert refused.value.status == 404 and "no object 99" in refused.value.detail
         client.delete_scene(scene.id)
 
 
@@ -468,46 +475,52 @@ def test_async_live_clients_see_each_others_edits_and_page_past_the_hello(server
 
 
 def test_a_stalled_live_client_is_resynced_and_its_table_is_the_scene(server):
-    """A client that stops reading falls more than PICK_LIVE_QUEUE (8) events behind while another
-    moves 2,000 objects 30 times; once it reads again it gets the service's resync, starts its
-    table afresh, pages past the hello, and holds the scene as HTTP lists it."""
+    """A client that stops reading falls more than PICK_LIVE_QUEUE (2 here) events behind while
+    14 edits rename 2,000 objects (sent at once, so that the pause stays short of the server's
+    WebSocket ping timeout); once it reads again it gets the service's resync, starts its table
+    afresh, pages past the hello, and holds the scene as HTTP lists it."""
     with Client(server.url, timeout=TIMEOUT) as client:
         scene = client.create_scene(triangles_scene(2000))
         stalled_socket = socket.socket()
         stalled_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         stalled_socket.connect(("127.0.0.1", server.port))
-        with client.live(scene.id, sock=stalled_socket, max_queue=1) as stalled, client.live(scene.id) as other:
+        # A tiny receive buffer, one frame queued, no compression: the service's sends block soon.
+        stalled = client.live(scene.id, sock=stalled_socket, max_queue=1, compression=None)
+        with stalled, client.live(scene.id) as other:
             stalled.pause()
-            ids = np.arange(2000)
-            for step in range(1, 31):
-                edit = client.update_objects(scene.id, [{"id": int(i), "transform": translation(i, step)}
-                                                        for i in ids])
+
+            async def renames():
+                async with AsyncClient(server.url, timeout=TIMEOUT) as writer:
+                    # Long names: large events for little work of the service's.
+                    return await asyncio.gather(*(writer.update_objects(
+                        scene.id, [{"id": i, "name": f"{step:03d}" * 80} for i in range(2000)])
+                        for step in range(1, 15)))
+
+            newest = max(edit.version for edit in asyncio.run(renames()))
             stalled.resume()
             seen = []
             while not seen or not isinstance(seen[-1], Resync):
-                seen.append(stalled.next_event(timeout=30))
-            assert seen[-1].reason == "overflow" and len(seen) < 30
-            stalled.wait_version(edit.version, timeout=30)
-            other.wait_version(edit.version, timeout=30)
-            table = {item.id: item.transform for item in client.all_objects(scene.id)}
-            assert {oid: item["transform"] for oid, item in stalled.objects.items()} == table
-            assert {oid: item["transform"] for oid, item in other.objects.items()} == table
+                seen.append(stalled.next_event(timeout=60))
+            assert seen[-1].reason == "overflow" and len(seen) < 14
+            stalled.wait_version(newest, timeout=60)
+            other.wait_version(newest, timeout=60)
+            table = {item.id: item.model_dump() for item in client.all_objects(scene.id)}
+            assert len(table) == 2000 and stalled.objects == other.objects == table
         client.delete_scene(scene.id)
 
 
-def test_a_live_client_reconnects_after_the_service_restarts(tmp_path):
-    from tests.clients.conftest import SETTINGS, Server
-    own = Server(tmp_path / "data", SETTINGS)
-    try:
-        with Client(own.url, timeout=TIMEOUT) as client:
-            scene = client.create_scene(triangles_scene(3))
-            with client.live(scene.id, retry=RetryPolicy(attempts=200, backoff=0.05, max_wait=0.2)) as channel:
-                own.restart()
-                event = channel.next_event(timeout=TIMEOUT)
-                assert isinstance(event, Resync) and event.reason == "reconnect"
-                moved = channel.move([1], [translation(0, 7)])
-                channel.wait_version(moved.version, timeout=10)
-                assert moved.version == 1 and channel.objects[1]["transform"][1][3] == 7.0
-                assert client.get_object(scene.id, 1).transform[1][3] == 7.0
-    finally:
-        own.stop()
+def test_a_live_client_reconnects_after_the_service_restarts(keyed_server):
+    """kill -9 of the service and a new one on the same port: the channel opens again (a Resync
+    "reconnect"), its table is the scene's, and it edits on."""
+    patient = RetryPolicy(attempts=10_000, backoff=0.05, max_wait=0.25)
+    with Client(keyed_server.url, timeout=TIMEOUT, token=KEY, retry=patient) as client:
+        scene = client.create_scene(triangles_scene(3))
+        with client.live(scene.id, timeout=TIMEOUT) as channel:
+            keyed_server.restart()
+            event = channel.next_event(timeout=TIMEOUT)
+            assert isinstance(event, Resync) and event.reason == "reconnect"
+            assert sorted(channel.objects) == [0, 1, 2]
+            moved = channel.move([1], [translation(0, 7)])
+            channel.wait_version(moved.version, timeout=10)
+            assert moved.version == 1 and channel.objects[1]["transform"][1][3] == 7.0
+            assert client.get_object(scene.id, 1).transform[1][3] == 7.0

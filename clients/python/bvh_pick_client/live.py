@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from .arrays import PICK_PRIMITIVE_RECORD, PICK_RECORD, BatchHits, as_vectors, pack_rays, records
 from .models import AllHits, EditResult, ObjectsPage, PickHit
@@ -217,21 +217,27 @@ class AsyncLiveChannel:
     async def _open(self) -> None:
         headers = {} if self.token is None else {"Authorization": f"Bearer {self.token}"}
         for attempt in range(self.retry.attempts):
+            last = attempt == self.retry.attempts - 1
             try:
                 connection = await connect(self.url, additional_headers=headers, **self.connect_options)
+                # A socket given to connect over serves the first connection only; a reconnect dials anew.
+                self.connect_options.pop("sock", None)
                 first = json.loads(await connection.recv())
-                break
-            except (OSError, InvalidStatus, asyncio.TimeoutError) as error:
-                if attempt == self.retry.attempts - 1:
+            except (OSError, InvalidHandshake, asyncio.TimeoutError) as error:
+                if last:
                     raise ConnectionError(f"could not open {self.url}: {error}") from error
             except ConnectionClosed as closed:
                 status = FINAL_CLOSES.get(closed.rcvd.code if closed.rcvd else None)
-                if status is not None or attempt == self.retry.attempts - 1:
+                if status is not None or last:
                     raise ApiError(status or 503, closed.rcvd.reason if closed.rcvd else str(closed)) from closed
+            else:
+                if first.get("type") != "error":
+                    break
+                await connection.close()
+                # 503: the service is starting (close 1013); anything else is final.
+                if first["status"] != 503 or last:
+                    raise ApiError(first["status"], first["detail"])
             await asyncio.sleep(self.retry.wait(attempt, None))
-        if first.get("type") == "error":
-            await connection.close()
-            raise ApiError(first["status"], first["detail"])
         self._connection = connection
         self.hello = {key: value for key, value in first.items() if key != "objects"}
         await self._start_table(first)
@@ -458,7 +464,11 @@ class AsyncLiveChannel:
 
     def pause(self) -> None:
         """Stop reading from the socket (answers and events wait; the service keeps, coalesces and at
-        last drops this client's events, then sends a resync when reading resumes)."""
+        last drops this client's events, then sends a resync when reading resumes).
+
+        Keep it short: a connection that answers no ping for some 40 s (the server's WebSocket
+        ping interval and timeout) is closed by the server, and the channel then reconnects.
+        """
         self._reading.clear()
 
     def resume(self) -> None:
