@@ -124,7 +124,7 @@ def affinity(cluster, requests_each: int) -> dict:
                     answer = client.post(f"/scenes/{scene}/pick", content=pick,
                                          headers={"Content-Type": "application/json"})
                 elif kind == 1:
-                    answer = client.post(f"/scenes/{scene}/pick/batch", content=rays,
+                    answer = client.post(f"/scenes/{scene}/pick/batch.bin", content=rays,
                                          headers={"Content-Type": "application/octet-stream"})
                 elif kind == 2:
                     answer = client.patch(f"/scenes/{scene}/objects/0", json={"name": f"n{rng.integers(1000)}"})

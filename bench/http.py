@@ -263,7 +263,7 @@ def upload(url: str, path: Path, auth: str | None = None) -> dict:
     headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
     if auth:
         headers["Authorization"] = f"Bearer {auth}"
-    status, answer = request(url, "POST", "/scenes", body, headers)
+    status, answer = request(url, "POST", "/scenes/upload", body, headers)
     if status != 201:
         raise RuntimeError(f"upload of {path.name} failed: {status} {answer[:300]!r}")
     return json.loads(answer)
@@ -287,7 +287,7 @@ def batch_rate(url: str, scene_id: str, origins: np.ndarray, directions: np.ndar
     hits = 0
     for _ in range(repeats):
         start = time.perf_counter()
-        status, answer = request(url, "POST", f"/scenes/{scene_id}/pick/batch", body, headers)
+        status, answer = request(url, "POST", f"/scenes/{scene_id}/pick/batch.bin", body, headers)
         elapsed = time.perf_counter() - start
         if status != 200 or len(answer) != RECORD_BYTES * origins.shape[0]:
             raise RuntimeError(f"batch failed: {status} {answer[:200]!r}")
@@ -307,7 +307,7 @@ def closest_rates(url: str, scene_id: str, mesh_path: Path, points: np.ndarray, 
     best = np.inf
     for _ in range(repeats):
         start = time.perf_counter()
-        status, answer = request(url, "POST", f"/scenes/{scene_id}/closest", body, headers)
+        status, answer = request(url, "POST", f"/scenes/{scene_id}/closest.bin", body, headers)
         elapsed = time.perf_counter() - start
         if status != 200 or len(answer) != 44 * points.shape[0]:
             raise RuntimeError(f"closest failed: {status} {answer[:200]!r}")

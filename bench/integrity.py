@@ -221,7 +221,7 @@ def full_disk_bars(threads: int, seconds: float) -> dict:
                     kind = step % 8
                     try:
                         if kind == 0:
-                            answer = http.post("/scenes", files={"file": ("grid.obj", upload)})
+                            answer = http.post("/scenes/upload", files={"file": ("grid.obj", upload)})
                         elif kind == 1:
                             answer = http.post(f"/scenes/{scene_id}/objects", json=TRIANGLE)
                         elif kind == 2:

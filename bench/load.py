@@ -154,7 +154,7 @@ def build_pools(scenes: dict[str, SampleScene], target: Target, size: int, rng: 
         pools["drop"].append(item("POST", f"/scenes/{scene.id}/pick/batch",
                                   {"origins": [rounded(o, 3) for o in origins],
                                    "directions": [[0, 0, -1]] * DROP_RAYS}))
-        pools["drop_bin"].append(item("POST", f"/scenes/{scene.id}/pick/batch",
+        pools["drop_bin"].append(item("POST", f"/scenes/{scene.id}/pick/batch.bin",
                                       np.hstack([origins, directions]).astype("<f4").tobytes(),
                                       "application/octet-stream", DROP_RAYS * RECORD_BYTES))
 

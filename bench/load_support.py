@@ -133,7 +133,7 @@ class Http:
         body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{path.name}\"\r\n"
                 f"Content-Type: application/octet-stream\r\n\r\n").encode() + path.read_bytes() + \
             f"\r\n--{boundary}--\r\n".encode()
-        status, answer = self.call("POST", "/scenes", body, f"multipart/form-data; boundary={boundary}")
+        status, answer = self.call("POST", "/scenes/upload", body, f"multipart/form-data; boundary={boundary}")
         if status != 201:
             raise RuntimeError(f"upload of {path.name} failed: {status} {answer[:500]!r}")
         return json.loads(answer)

@@ -192,7 +192,7 @@ def batch_round_trip(url: str, scene_id: str, origins: np.ndarray, repeats: int)
             records["rows"][:, :, 3] = origins
             records["rows"][:, 1, 3] += drag(repeat)
             start = time.perf_counter()
-            status, answer = connection.call("PATCH", f"/scenes/{scene_id}/objects", records.tobytes(),
+            status, answer = connection.call("PATCH", f"/scenes/{scene_id}/objects.bin", records.tobytes(),
                                              "application/octet-stream")
             seconds.append(time.perf_counter() - start)
             if status != 200:
@@ -253,7 +253,7 @@ class Stream:
                 for oid in range(GROUP):
                     self.sent[oid] = value
             try:
-                status, _ = connection.call("PATCH", f"/scenes/{self.scene_id}/objects", records.tobytes(),
+                status, _ = connection.call("PATCH", f"/scenes/{self.scene_id}/objects.bin", records.tobytes(),
                                             "application/octet-stream")
             except OSError:
                 return

@@ -82,7 +82,7 @@ def main() -> None:
         try:
             body, headers = multipart("box.glb", many_nodes_glb(1))
             connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
-            connection.request("POST", "/scenes", body=body, headers=headers)
+            connection.request("POST", "/scenes/upload", body=body, headers=headers)
             answer = connection.getresponse()
             other = json.loads(answer.read())["id"]
             assert answer.status == 201
@@ -110,7 +110,7 @@ def main() -> None:
             # A connection of its own: uvicorn closes one idle past its keep-alive timeout (5 s).
             connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
             start = time.perf_counter()
-            connection.request("POST", "/scenes", body=body, headers=headers)
+            connection.request("POST", "/scenes/upload", body=body, headers=headers)
             answer = connection.getresponse()
             text = answer.read()
             seconds = time.perf_counter() - start

@@ -41,7 +41,7 @@ def multipart(filename: str, content: bytes) -> tuple[bytes, dict]:
 
 def post_file(url: str, filename: str, content: bytes) -> tuple[int, bytes]:
     body, headers = multipart(filename, content)
-    return request(url, "POST", "/scenes", body, headers)
+    return request(url, "POST", "/scenes/upload", body, headers)
 
 
 def main() -> None:

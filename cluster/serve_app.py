@@ -19,8 +19,8 @@ Which replica a request reaches is HAProxy's choice (Serve's HAProxy ingress,
 ``cluster/local.py``): a hash of the path's first two segments, so every
 request for ``/scenes/{id}/...`` reaches the same replica while the replicas
 stay the same. A scene is held by at most two replicas: that one, and the one
-that answered its ``POST /scenes`` (any path without a scene id hashes to one
-replica) until its LRU lets it go.
+that answered its ``POST /scenes`` or ``/scenes/upload`` (any path without a scene id hashes
+to one replica) until its LRU lets it go.
 
 ``GET /cluster/replica`` answers, from the replica that receives it, its
 Serve replica id, node, process id, the scenes it holds (least recently used
@@ -52,6 +52,9 @@ SCENES_PER_REPLICA = int(os.environ.get("PICK_SCENES_PER_REPLICA", "16"))
 SCENE_PATH = re.compile(r"/scenes/([^/]+)")
 
 REPLICA_PATH = "/cluster/replica"
+
+#: The routes that create a scene: from inline meshes, and from a file.
+CREATING_PATHS = frozenset({"/scenes", "/scenes/upload"})
 
 #: The start of a created scene's answer (``SceneOut``: the id comes first).
 CREATED_ID = re.compile(rb'\{"id":"([0-9a-f]{32})"')
@@ -97,7 +100,7 @@ class SceneAffinity:
             if path == REPLICA_PATH and scope["type"] == "http":
                 await self.service.describe(send)
                 return
-            if path == "/scenes" and scope.get("method") == "POST":
+            if path in CREATING_PATHS and scope.get("method") == "POST":
                 await self.creating(scope, receive, send)
                 return
             found = SCENE_PATH.match(path)
@@ -110,8 +113,8 @@ class SceneAffinity:
         await self.app(scope, receive, send)
 
     async def creating(self, scope, receive, send) -> None:
-        """``POST /scenes``: a scene created here is in this replica's memory: hold it like any
-        other, before the answer's last byte, so that the LRU bounds it."""
+        """``POST /scenes`` or ``/scenes/upload``: a scene created here is in this replica's memory: hold
+        it like any other, before the answer's last byte, so that the LRU bounds it."""
         created = None
 
         async def watch(message):

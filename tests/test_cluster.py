@@ -100,11 +100,11 @@ def test_the_cluster_answers_every_pick_as_the_single_process(http, tmp_path):
     origins, directions = pick_rays(vertices, 10_000, np.random.default_rng(18))
     rays = np.hstack([origins, directions]).astype("<f4").tobytes()
     on_cluster = http.post("/scenes", json=body).json()["id"]
-    clustered = http.post(f"/scenes/{on_cluster}/pick/batch", content=rays, headers=OCTET)
+    clustered = http.post(f"/scenes/{on_cluster}/pick/batch.bin", content=rays, headers=OCTET)
     with TestClient(create_app(Settings(data_dir=tmp_path / "single", warm_up=False))) as single:
         wait_until_ready(single)
         alone = single.post("/scenes", json=body).json()["id"]
-        expected = single.post(f"/scenes/{alone}/pick/batch", content=rays, headers=OCTET)
+        expected = single.post(f"/scenes/{alone}/pick/batch.bin", content=rays, headers=OCTET)
     assert clustered.status_code == expected.status_code == 200
     records = np.frombuffer(clustered.content, RECORD)
     assert len(records) == 10_000 and (records["object"] >= 0).sum() > 1000
@@ -184,7 +184,7 @@ def test_twenty_scenes_under_mixed_load_are_each_held_by_at_most_two_replicas(cl
                 if kind == 0:
                     answer = client.post(f"/scenes/{scene}/pick", json={"origin": [0.2, 0.2, 1], "direction": [0, 0, -1]})
                 elif kind == 1:
-                    answer = client.post(f"/scenes/{scene}/pick/batch", content=rays, headers=OCTET)
+                    answer = client.post(f"/scenes/{scene}/pick/batch.bin", content=rays, headers=OCTET)
                 elif kind == 2:
                     answer = client.patch(f"/scenes/{scene}/objects/0", json={"name": f"n{rng.integers(1000)}"})
                 else:

@@ -10,7 +10,7 @@ from testkit.scenes.alpha import TEXELS, checker_card_scene, checkerboard, grid_
 
 
 def upload(client, glb: bytes) -> str:
-    response = client.post("/scenes", files={"file": ("card.glb", glb, "application/octet-stream")})
+    response = client.post("/scenes/upload", files={"file": ("card.glb", glb, "application/octet-stream")})
     assert response.status_code == 201, response.text
     return response.json()["id"]
 
@@ -56,11 +56,11 @@ def test_blend_cutoff_per_pick_and_binary_batch(client):
         answer = client.post(f"/scenes/{scene_id}/pick/batch", json={
             "origins": origins.tolist(), "directions": directions.tolist(), "alpha_cutoff": cutoff}).json()
         assert answer["object"] == expected.tolist()
-        binary = client.post(f"/scenes/{scene_id}/pick/batch", params={"alpha_cutoff": cutoff}, content=rays,
+        binary = client.post(f"/scenes/{scene_id}/pick/batch.bin", params={"alpha_cutoff": cutoff}, content=rays,
                              headers={"content-type": "application/octet-stream"})
         assert binary.status_code == 200, binary.text
         assert np.frombuffer(binary.content, RECORD)["object"].tolist() == expected.tolist()
-    off = client.post(f"/scenes/{scene_id}/pick/batch", params={"alpha_test": "false"}, content=rays,
+    off = client.post(f"/scenes/{scene_id}/pick/batch.bin", params={"alpha_test": "false"}, content=rays,
                       headers={"content-type": "application/octet-stream"})
     assert (np.frombuffer(off.content, RECORD)["object"] == ids["card"]).all()
 

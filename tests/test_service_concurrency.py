@@ -82,7 +82,7 @@ def test_http_picks_while_an_object_moves_and_files_upload(client):
 
     def upload():
         transform = "[[1,0,0,20],[0,1,0,0],[0,0,1,0],[0,0,0,1]]"
-        response = client.post(f"/scenes/{scene_id}/objects", files={"file": ("torus.ply", torus)},
+        response = client.post(f"/scenes/{scene_id}/objects/upload", files={"file": ("torus.ply", torus)},
                                data={"transform": transform})
         assert response.status_code == 201, response.text
         counts["uploads"] += 1

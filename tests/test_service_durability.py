@@ -79,7 +79,7 @@ def _batch_editor(base, scene_id, ledger, stop, start_value):
                     records = np.zeros(len(GROUP), BINARY_MOVE)
                     records["id"] = GROUP
                     records["rows"] = np.array(at(value), np.float32)[:3]
-                    answer = client.patch(f"/scenes/{scene_id}/objects", content=records.tobytes(),
+                    answer = client.patch(f"/scenes/{scene_id}/objects.bin", content=records.tobytes(),
                                           headers={"content-type": "application/octet-stream"})
             except httpx.HTTPError:
                 return

@@ -61,7 +61,7 @@ def test_a_json_batch_changes_every_entry_in_one_edit(client, row_scene):
 
 def test_a_binary_batch_moves_objects(client, row_scene):
     rows = [np.array(translation(30.0 + k))[:3] for k in range(3)]
-    answer = client.patch(f"/scenes/{row_scene}/objects", content=binary_moves([0, 2, 4], rows), headers=OCTET)
+    answer = client.patch(f"/scenes/{row_scene}/objects.bin", content=binary_moves([0, 2, 4], rows), headers=OCTET)
     assert answer.status_code == 200, answer.text
     assert answer.json()["count"] == 3 and answer.json()["objects"] is None
     after = objects_of(client, row_scene)
@@ -97,16 +97,24 @@ def test_a_refused_json_batch_changes_nothing(client, row_scene, body, status, m
 ])
 def test_a_refused_binary_batch_changes_nothing(client, row_scene, body, message):
     before = client.get(f"/scenes/{row_scene}").json()
-    answer = client.patch(f"/scenes/{row_scene}/objects", content=body, headers=OCTET)
+    answer = client.patch(f"/scenes/{row_scene}/objects.bin", content=body, headers=OCTET)
     assert answer.status_code in (404, 422), answer.text
     assert message in answer.json()["detail"]
     assert client.get(f"/scenes/{row_scene}").json() == before
 
 
 def test_a_batch_in_another_media_type_is_refused(client, row_scene):
-    answer = client.patch(f"/scenes/{row_scene}/objects", content=b"id=1", headers={"content-type": "text/plain"})
+    path = f"/scenes/{row_scene}/objects"
+    answer = client.patch(path, content=b"id=1", headers={"content-type": "text/plain"})
     assert answer.status_code == 415
-    assert "application/octet-stream (binary moves)" in answer.json()["detail"]
+    assert answer.json() == {"detail": "unsupported content type 'text/plain': send Content-Type: application/json"}
+    # Each form has its own route, and each names the other.
+    answer = client.patch(path, content=binary_moves([0], [np.eye(4)[:3]]), headers=OCTET)
+    assert answer.status_code == 415 and answer.json() == {
+        "detail": f"this route reads application/json: send application/octet-stream to PATCH {path}.bin"}
+    answer = client.patch(f"{path}.bin", json=[{"id": 0, "name": "x"}])
+    assert answer.status_code == 415 and answer.json() == {
+        "detail": f"this route reads application/octet-stream: send application/json to PATCH {path}"}
 
 
 def test_a_batch_for_an_unknown_scene_is_404(client):
@@ -124,7 +132,7 @@ def test_new_vertices_are_picked_as_a_fresh_build_would_be(client):
     rng = np.random.default_rng(7)
     # Float32 on the wire: the engine then holds exactly these values.
     bulged = (vertices * (1.0 + 0.3 * rng.random((vertices.shape[0], 1)))).astype(np.float32)
-    answer = client.put(f"/scenes/{scene_id}/meshes/0/vertices", content=bulged.tobytes(), headers=OCTET)
+    answer = client.put(f"/scenes/{scene_id}/meshes/0/vertices.bin", content=bulged.tobytes(), headers=OCTET)
     assert answer.status_code == 200, answer.text
     assert answer.json()["objects"] == [0, 1] and answer.json()["vertices"] == vertices.shape[0]
     for shift, oid in ((0.0, 0), (offset, 1)):
@@ -159,7 +167,7 @@ def test_refused_vertices_change_nothing(client, triangle_scene, content, header
     if headers is None:
         answer = client.put(url, json=content)
     else:
-        answer = client.put(url, content=content, headers=headers)
+        answer = client.put(f"{url}.bin", content=content, headers=headers)
     assert answer.status_code == status, answer.text
     assert message in answer.json()["detail"]
     assert client.get(f"/scenes/{triangle_scene}").json() == before

@@ -189,7 +189,7 @@ def batch(client, scene_id: str, origins, directions, **options) -> dict:
 
 def test_the_export_uploaded_again_gives_the_same_picks(client, mixed_scene):
     glb = client.get(f"/scenes/{mixed_scene}/export.glb").content
-    again = created(client.post("/scenes", files={"file": ("mixed.glb", glb, "model/gltf-binary")}))
+    again = created(client.post("/scenes/upload", files={"file": ("mixed.glb", glb, "model/gltf-binary")}))
     original = [info for info in scene_objects(client, mixed_scene) if info["kind"] == "mesh"]
     copied = again["objects"]
     # The mesh objects, in id order (the shapes are not made again): the same names, masks,
@@ -240,7 +240,7 @@ def test_an_instanced_scene_exports_its_mesh_once(client, monkeypatch):
     rng = np.random.default_rng(5)
     for k in range(1, 1500):
         scene.graph.update(frame_to=f"n{k}", matrix=random_transform(rng, spread=50), geometry="box")
-    upload = created(client.post("/scenes", files={"file": ("boxes.glb", scene.export(file_type="glb"),
+    upload = created(client.post("/scenes/upload", files={"file": ("boxes.glb", scene.export(file_type="glb"),
                                                              "model/gltf-binary")}))
     assert len(upload["objects"]) == 1500
     response = client.get(f"/scenes/{upload['id']}/export.glb")
@@ -282,31 +282,47 @@ def test_vertices_and_faces_in_both_forms_are_the_scenes(client, side):
     assert vertices.status_code == 200 and vertices.headers["content-type"] == "application/json"
     assert np.array_equal(np.array(vertices.json()["vertices"]), scene.mesh_vertices(0))
     assert list(vertices.json()) == ["vertices"]
-    faces = client.get(f"{path}/faces", headers={"accept": "application/json, application/octet-stream"})
+    # The JSON routes answer JSON whatever Accept says; the packed forms are the .bin routes.
+    faces = client.get(f"{path}/faces", headers=OCTET)
     assert faces.headers["content-type"] == "application/json" and list(faces.json()) == ["faces"]
     assert np.array_equal(np.array(faces.json()["faces"]), scene.mesh_faces(0))
-    packed = client.get(f"{path}/vertices", headers=OCTET)
+    packed = client.get(f"{path}/vertices.bin")
     assert packed.status_code == 200 and packed.headers["content-type"] == "application/octet-stream"
     assert np.array_equal(np.frombuffer(packed.content, "<f4").reshape(-1, 3), scene.mesh_vertices(0).astype("<f4"))
-    packed = client.get(f"{path}/faces", headers={"accept": "application/octet-stream;q=0.9, */*"})
+    packed = client.get(f"{path}/faces.bin")
+    assert packed.headers["content-type"] == "application/octet-stream"
     assert np.array_equal(np.frombuffer(packed.content, "<i4").reshape(-1, 3), scene.mesh_faces(0))
-    refused = client.get(f"{path}/faces", headers={"accept": "application/octet-stream; q=0, */*"})
-    assert refused.headers["content-type"] == "application/json"
-    # The binary vertices are the body PUT takes: sent back, they change nothing but the version.
-    moved = client.put(f"{path}/vertices", content=client.get(f"{path}/vertices", headers=OCTET).content,
+    # The binary vertices are the body PUT .../vertices.bin takes: sent back, they change nothing but the version.
+    moved = client.put(f"{path}/vertices.bin", content=client.get(f"{path}/vertices.bin").content,
                        headers={"content-type": "application/octet-stream"})
     assert moved.status_code == 200 and moved.json()["vertices"] == side * side
     assert np.array_equal(np.array(client.get(f"{path}/vertices").json()["vertices"]),
                           scene.mesh_vertices(0).astype("<f4").astype(float))
 
 
+def test_the_glb_is_octet_stream_when_accept_asks_for_that_first(client, triangle_scene):
+    """Client generators read application/octet-stream as bytes and drop model/gltf-binary: the route
+    declares both, and answers the same bytes as either."""
+    path = f"/scenes/{triangle_scene}/export.glb"
+    glb = client.get(path)
+    assert glb.headers["content-type"] == "model/gltf-binary"
+    for accept, media in [(OCTET["accept"], "application/octet-stream"),
+                          ("application/octet-stream;q=0.9, */*", "application/octet-stream"),
+                          ("model/gltf-binary, application/octet-stream", "model/gltf-binary"),
+                          ("application/octet-stream; q=0, */*", "model/gltf-binary")]:
+        answer = client.get(path, headers={"accept": accept})
+        assert answer.headers["content-type"] == media and answer.content == glb.content, accept
+
+
 def test_unknown_scenes_and_meshes_are_404(client, triangle_scene):
-    for path in (f"/scenes/{triangle_scene}/meshes/1/vertices", f"/scenes/{triangle_scene}/meshes/1/faces"):
+    for path in [f"/scenes/{triangle_scene}/meshes/1/{name}" for name in ("vertices", "faces", "vertices.bin",
+                                                                          "faces.bin")]:
         response = client.get(path)
         assert response.status_code == 404
         assert response.json() == {"detail": f"no mesh 1 in scene {triangle_scene!r}"}
     unknown = "0" * 32
-    for path in ("/export.glb", "/meshes/0/vertices", "/meshes/0/faces"):
+    for path in ("/export.glb", "/meshes/0/vertices", "/meshes/0/faces", "/meshes/0/vertices.bin",
+                 "/meshes/0/faces.bin"):
         response = client.get(f"/scenes/{unknown}{path}")
         assert response.status_code == 404 and response.json() == {"detail": f"no scene {unknown!r}"}
 
@@ -316,6 +332,6 @@ def test_the_routes_take_the_api_key(make_client):
     scene_id = created(client.post("/scenes", headers={"Authorization": "Bearer secret"},
                                    json={"meshes": [{"vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]],
                                                      "faces": [[0, 1, 2]]}]}))["id"]
-    for path in ("export.glb", "meshes/0/vertices", "meshes/0/faces"):
+    for path in ("export.glb", "meshes/0/vertices", "meshes/0/faces", "meshes/0/vertices.bin", "meshes/0/faces.bin"):
         assert client.get(f"/scenes/{scene_id}/{path}").status_code == 401
         assert client.get(f"/scenes/{scene_id}/{path}", headers={"Authorization": "Bearer secret"}).status_code == 200

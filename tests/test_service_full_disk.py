@@ -125,7 +125,7 @@ def edit(kind: str, base: str, scene_id: str, oid: int, x: float) -> int:
         records = np.zeros(1, BINARY_MOVE)
         records["id"] = oid
         records["rows"] = np.array(at(x), np.float32)[:3]
-        answer = httpx.patch(f"{base}/scenes/{scene_id}/objects", content=records.tobytes(),
+        answer = httpx.patch(f"{base}/scenes/{scene_id}/objects.bin", content=records.tobytes(),
                              headers={"content-type": "application/octet-stream"})
     assert answer.status_code != 507 or FULL in answer.json()["detail"], answer.text
     return answer.status_code
@@ -157,7 +157,7 @@ def test_a_full_disk_is_answered_507_and_nothing_acknowledged_is_lost(small_disk
         upload = ("grid.obj", "\n".join([f"v {x} {y} {z}" for x, y, z in mesh["vertices"]]
                                          + [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in mesh["faces"]]).encode())
         for name, answer in {
-            "upload file": httpx.post(f"{base}/scenes", files={"file": upload}),
+            "upload file": httpx.post(f"{base}/scenes/upload", files={"file": upload}),
             "upload json": httpx.post(f"{base}/scenes", json={"meshes": [mesh]}),
             "add mesh": httpx.post(f"{base}/scenes/{scene_id}/objects", json={**TRIANGLE, "transform": at(9.0)}),
             "vertices": httpx.put(f"{base}/scenes/{scene_id}/meshes/0/vertices",

@@ -134,7 +134,7 @@ def _free_port() -> int:
 def test_upload_over_the_limit_is_413(make_client):
     client = make_client(max_upload_mb=0.01)
     with open(sample_meshes.path("torus.ply"), "rb") as stream:
-        response = client.post("/scenes", files={"file": ("torus.ply", stream)})
+        response = client.post("/scenes/upload", files={"file": ("torus.ply", stream)})
     assert response.status_code == 413
     assert "larger than the limit of 0.01 MiB (PICK_MAX_UPLOAD_MB)" in response.json()["detail"]
     chunks = (b"x" * 1024 for _ in range(64))
@@ -209,7 +209,9 @@ def test_openapi_documents_every_route(client):
     assert pick["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/PickRequest"}
     assert pick["parameters"][0]["name"] == "scene_id"
     assert "PickRequest" in schema["components"]["schemas"]
-    assert "application/octet-stream" in paths["/scenes/{scene_id}/pick/batch"]["post"]["requestBody"]["content"]
+    assert list(paths["/scenes/{scene_id}/pick/batch"]["post"]["requestBody"]["content"]) == ["application/json"]
+    assert list(paths["/scenes/{scene_id}/pick/batch.bin"]["post"]["requestBody"]["content"]) == [
+        "application/octet-stream"]
 
 
 GARBAGE = [b"", b"null", b"[]", b"{}", b'"text"', b"{", b"\xff\xfe\x00", b'{"origin": {}}',
@@ -227,7 +229,8 @@ CONTENT_TYPES = ["application/json", "application/octet-stream", "multipart/form
 def test_no_input_reaches_a_500(client, triangle_scene):
     # The TestClient raises any exception that reaches the server's error
     # handler, so an unexpected error fails this test even before the status check.
-    routes = [("POST", "/scenes"), ("POST", f"/scenes/{triangle_scene}/objects"),
+    routes = [("POST", "/scenes"), ("POST", "/scenes/upload"), ("POST", f"/scenes/{triangle_scene}/objects"),
+              ("POST", f"/scenes/{triangle_scene}/objects/upload"), ("POST", f"/scenes/{triangle_scene}/pick/batch.bin"),
               ("PATCH", f"/scenes/{triangle_scene}/objects/0"), ("POST", f"/scenes/{triangle_scene}/pick"),
               ("POST", f"/scenes/{triangle_scene}/pick/batch"), ("POST", f"/scenes/{triangle_scene}/pick/camera"),
               ("POST", f"/scenes/{triangle_scene}/select")]

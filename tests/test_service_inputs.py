@@ -304,9 +304,10 @@ def test_batches_too_big_to_answer_are_413(make_client):
     # binary: 32 bytes a ray, so 32 rays (1,024 bytes) fit and 33 do not
     headers = {"content-type": "application/octet-stream"}
     ray = np.array([[0.2, 0.2, 1, 0, 0, -1]], "<f4")
-    fits = client.post(f"/scenes/{scene}/pick/batch", content=np.repeat(ray, 32, axis=0).tobytes(), headers=headers)
+    fits = client.post(f"/scenes/{scene}/pick/batch.bin", content=np.repeat(ray, 32, axis=0).tobytes(),
+                       headers=headers)
     assert fits.status_code == 200 and len(fits.content) == 1024
-    response = client.post(f"/scenes/{scene}/pick/batch", content=np.repeat(ray, 33, axis=0).tobytes(),
+    response = client.post(f"/scenes/{scene}/pick/batch.bin", content=np.repeat(ray, 33, axis=0).tobytes(),
                            headers=headers)
     assert response.status_code == 413
     assert detail(response) == (f"a binary batch of 33 rays could answer up to 1,056 bytes; the limit is 0.001 "

@@ -12,7 +12,7 @@ OBJ = (b"v -1 -1 0\nv 1 -1 0\nv 1 1 0\nv -1 1 0\nf 1 2 3\nf 1 3 4\n"
 
 
 def upload(client, filename: str, content: bytes):
-    response = client.post("/scenes", files={"file": (filename, content, "application/octet-stream")})
+    response = client.post("/scenes/upload", files={"file": (filename, content, "application/octet-stream")})
     assert response.status_code == 201, response.text
     return response.json()["id"]
 
@@ -96,7 +96,7 @@ def test_binary_batch_takes_tolerances_in_the_query(client):
     rays = np.array([[0.5, 0.01, 2, 0, 0, -1]], "<f4")
     records = []
     for query in ("", "?line_tolerance=0.02"):
-        response = client.post(f"/scenes/{scene}/pick/batch{query}", content=rays.tobytes(),
+        response = client.post(f"/scenes/{scene}/pick/batch.bin{query}", content=rays.tobytes(),
                                headers={"content-type": "application/octet-stream"})
         assert response.status_code == 200, response.text
         records.append(np.frombuffer(response.content, RECORD)[0])
@@ -108,7 +108,7 @@ def test_binary_batch_takes_tolerances_in_the_query(client):
 
 
 def binary_batch(client, scene, rays, query=""):
-    response = client.post(f"/scenes/{scene}/pick/batch{query}", content=np.asarray(rays, "<f4").tobytes(),
+    response = client.post(f"/scenes/{scene}/pick/batch.bin{query}", content=np.asarray(rays, "<f4").tobytes(),
                            headers={"content-type": "application/octet-stream"})
     assert response.status_code == 200, response.text
     return response.content
@@ -144,7 +144,7 @@ def test_binary_batch_records_say_what_was_hit(client):
 def test_binary_batch_record_layout_refusals(client):
     wire = upload(client, "wire.obj", OBJ)
     rays = np.array([[0.5, 0.01, 2, 0, 0, -1]], "<f4").tobytes()
-    refused = client.post(f"/scenes/{wire}/pick/batch?records=wide", content=rays,
+    refused = client.post(f"/scenes/{wire}/pick/batch.bin?records=wide", content=rays,
                           headers={"content-type": "application/octet-stream"})
     assert refused.status_code == 422 and "records" in refused.text and "primitive" in refused.text
     refused = client.post(f"/scenes/{wire}/pick/batch?records=primitive", json={"origins": [], "directions": []})

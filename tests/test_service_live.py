@@ -298,14 +298,14 @@ def test_pipelined_answers_come_in_order_with_their_ids(server, scene):
 
 
 def test_binary_batches_answer_what_the_http_binary_batch_does(server, scene):
-    plain = server.http.post(f"/scenes/{scene}/pick/batch", content=RAYS.tobytes(),
+    plain = server.http.post(f"/scenes/{scene}/pick/batch.bin", content=RAYS.tobytes(),
                              headers={"content-type": "application/octet-stream"})
-    narrowed = server.http.post(f"/scenes/{scene}/pick/batch?tmin=1.5&exclude=1", content=RAYS.tobytes(),
+    narrowed = server.http.post(f"/scenes/{scene}/pick/batch.bin?tmin=1.5&exclude=1", content=RAYS.tobytes(),
                                 headers={"content-type": "application/octet-stream"})
     assert plain.status_code == narrowed.status_code == 200
     assert plain.content != narrowed.content
     many = np.tile(RAYS, (100, 1))
-    many_http = server.http.post(f"/scenes/{scene}/pick/batch", content=many.tobytes(),
+    many_http = server.http.post(f"/scenes/{scene}/pick/batch.bin", content=many.tobytes(),
                                  headers={"content-type": "application/octet-stream"})
     with opened(server, scene) as (ws, _):
         ws.send(b"PKB1" + struct.pack("<I", 4000000000) + RAYS.tobytes())
@@ -324,7 +324,7 @@ def test_binary_batches_answer_what_the_http_binary_batch_does(server, scene):
         ws.send(b"PKB1" + struct.pack("<I", 2) + RAYS.tobytes())
         assert receive(ws) == b"PKB1" + struct.pack("<I", 2) + narrowed.content
         # 44-byte records with what was hit, as the HTTP route's records=primitive.
-        primitive = server.http.post(f"/scenes/{scene}/pick/batch?tmin=1.5&exclude=1&records=primitive",
+        primitive = server.http.post(f"/scenes/{scene}/pick/batch.bin?tmin=1.5&exclude=1&records=primitive",
                                      content=RAYS.tobytes(), headers={"content-type": "application/octet-stream"})
         assert len(primitive.content) == 44 * RAYS.shape[0]
         send(ws, {"type": "batch_options", "id": "p", "tmin": 1.5, "exclude": [1], "records": "primitive"})

@@ -40,7 +40,7 @@ def test_add_inline_mesh_instance_and_shapes(client, triangle_scene):
 
 def test_add_file_places_every_node(client, triangle_scene):
     with open(sample_meshes.path("torus.ply"), "rb") as stream:
-        response = client.post(f"/scenes/{triangle_scene}/objects", files={"file": ("torus.ply", stream)},
+        response = client.post(f"/scenes/{triangle_scene}/objects/upload", files={"file": ("torus.ply", stream)},
                                data={"transform": "[[1,0,0,10],[0,1,0,0],[0,0,1,0],[0,0,0,1]]"})
     assert response.status_code == 201, response.text
     [torus] = response.json()["objects"]
@@ -73,7 +73,7 @@ def test_refused_additions_change_nothing(client, triangle_scene, body, status, 
 
 
 def test_refused_file_additions(client, triangle_scene):
-    path = f"/scenes/{triangle_scene}/objects"
+    path = f"/scenes/{triangle_scene}/objects/upload"
     response = client.post(path, files={"file": ("a.xyz", b"1 2 3")})
     assert response.status_code == 415
     response = client.post(path, files={"file": ("a.obj", b"v 0 0 0\n")})

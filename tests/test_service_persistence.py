@@ -29,7 +29,7 @@ def test_changes_survive_kill_9(tmp_path):
     process = start_server(tmp_path, port)
     try:
         with open(sample_meshes.path("torus.ply"), "rb") as stream:
-            created = httpx.post(f"{base}/scenes", files={"file": ("torus.ply", stream)}, data={"name": "ring"})
+            created = httpx.post(f"{base}/scenes/upload", files={"file": ("torus.ply", stream)}, data={"name": "ring"})
         assert created.status_code == 201, created.text
         scene = created.json()
         scene_id = scene["id"]

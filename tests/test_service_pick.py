@@ -93,7 +93,7 @@ f 1/1/1 2/2/2 3/3/3
 def test_all_hits_carry_normals_and_uvs_as_single_picks_do(client):
     """Each crossing of an all_hits pick is the result a single pick gives for
     it: the first one equal to the single pick, normals and uv filled alike."""
-    created = client.post("/scenes", files={"file": ("tri.obj", TRIANGLE_OBJ)})
+    created = client.post("/scenes/upload", files={"file": ("tri.obj", TRIANGLE_OBJ)})
     assert created.status_code == 201, created.text
     scene = created.json()["id"]
     below = client.post(f"/scenes/{scene}/objects", json={
@@ -205,7 +205,7 @@ def test_json_batch_refusals(make_client):
 
 
 def binary(client, scene_id, rays, query=""):
-    return client.post(f"/scenes/{scene_id}/pick/batch{query}", content=np.asarray(rays, "<f4").tobytes(),
+    return client.post(f"/scenes/{scene_id}/pick/batch.bin{query}", content=np.asarray(rays, "<f4").tobytes(),
                        headers={"content-type": "application/octet-stream"})
 
 
@@ -229,11 +229,11 @@ def test_binary_batch_refusals(make_client):
     scene = client.post("/scenes", json={"meshes": [TRIANGLE]}).json()["id"]
     response = binary(client, scene, RAYS)
     assert response.status_code == 413 and "the limit is 2 (PICK_MAX_RAYS)" in response.json()["detail"]
-    response = client.post(f"/scenes/{scene}/pick/batch", content=b"\0" * 25,
+    response = client.post(f"/scenes/{scene}/pick/batch.bin", content=b"\0" * 25,
                            headers={"content-type": "application/octet-stream"})
     assert response.status_code == 422
     assert "25 bytes, which is not a whole number of rays (24 bytes each" in response.json()["detail"]
-    response = client.post(f"/scenes/{scene}/pick/batch", content=b"",
+    response = client.post(f"/scenes/{scene}/pick/batch.bin", content=b"",
                            headers={"content-type": "application/octet-stream"})
     assert response.status_code == 422 and "empty" in response.json()["detail"]
     response = binary(client, scene, [[0, 0, np.nan, 0, 0, 1]])

@@ -18,7 +18,7 @@ def closest(client, scene_id, **body):
 
 
 def binary(client, scene_id, points, query=""):
-    return client.post(f"/scenes/{scene_id}/closest{query}", content=np.asarray(points, "<f4").tobytes(),
+    return client.post(f"/scenes/{scene_id}/closest.bin{query}", content=np.asarray(points, "<f4").tobytes(),
                        headers={"content-type": "application/octet-stream"})
 
 
@@ -88,7 +88,7 @@ def test_json_refusals(make_client):
     assert response.json()["detail"] == "points must lie within 1e+30 of the world origin (row 0)"
     response = client.post(path + "?max_distance=1", json={"points": [[0, 0, 1]]})
     assert response.status_code == 422
-    assert response.json()["detail"] == ("query options (max_distance) are for the binary form; "
+    assert response.json()["detail"] == (f"query options (max_distance) are for the binary form, POST {path}.bin; "
                                          "a JSON query takes its options in the body")
     response = client.post(path, json={"points": [[0, 0, 1]], "objects": [7]})
     assert response.status_code == 404 and response.json()["detail"] == "no object 7 in this scene"
@@ -100,12 +100,12 @@ def test_binary_refusals(make_client):
     client = make_client(max_rays=2)
     scene = client.post("/scenes", json={"meshes": [TRIANGLE]}).json()["id"]
     assert binary(client, scene, POINTS).status_code == 413
-    response = client.post(f"/scenes/{scene}/closest", content=b"\0" * 13,
+    response = client.post(f"/scenes/{scene}/closest.bin", content=b"\0" * 13,
                            headers={"content-type": "application/octet-stream"})
     assert response.status_code == 422
     assert response.json()["detail"] == ("the binary body has 13 bytes, which is not a whole number of points "
                                          "(12 bytes each: 3 little-endian float32)")
-    response = client.post(f"/scenes/{scene}/closest", content=b"",
+    response = client.post(f"/scenes/{scene}/closest.bin", content=b"",
                            headers={"content-type": "application/octet-stream"})
     assert response.status_code == 422
     assert response.json()["detail"] == "the binary body is empty: send at least one point"
@@ -119,6 +119,10 @@ def test_binary_refusals(make_client):
         assert expected in response.json()["detail"], (query, response.json())
     response = client.post(f"/scenes/{scene}/closest", content=b"x", headers={"content-type": "text/csv"})
     assert response.status_code == 415
+    response = client.post(f"/scenes/{scene}/closest", content=b"\0" * 12,
+                           headers={"content-type": "application/octet-stream"})
+    assert response.status_code == 415 and response.json() == {
+        "detail": f"this route reads application/json: send application/octet-stream to POST /scenes/{scene}/closest.bin"}
 
 
 def test_response_limit(make_client):
@@ -139,11 +143,11 @@ def test_binary_answers_are_held_to_their_own_record_sizes(make_client):
     for path, record, item, query in (("sphere-cast", SPHERE_RECORD, [0.25, 0.25, 1, 0, 0, -1], "?radius=0.1"),
                                       ("contains", CONTAINS_RECORD, [0.25, 0.25, 1], "")):
         most = int(limit * 2**20) // record.itemsize
-        within = client.post(f"/scenes/{scene}/{path}{query}", content=np.array([item] * most, "<f4").tobytes(),
+        within = client.post(f"/scenes/{scene}/{path}.bin{query}", content=np.array([item] * most, "<f4").tobytes(),
                              headers=octets)
         assert within.status_code == 200, (path, within.text)
         assert len(within.content) == most * record.itemsize
-        over = client.post(f"/scenes/{scene}/{path}{query}", content=np.array([item] * (most + 1), "<f4").tobytes(),
+        over = client.post(f"/scenes/{scene}/{path}.bin{query}", content=np.array([item] * (most + 1), "<f4").tobytes(),
                            headers=octets)
         assert over.status_code == 413, (path, over.text)
         assert f"{(most + 1) * record.itemsize:,} bytes" in over.json()["detail"]
@@ -221,7 +225,7 @@ def test_json_sphere_cast_is_columnar(client, triangle_scene):
 
 def test_binary_sphere_cast_records(client, triangle_scene):
     def cast(query):
-        return client.post(f"/scenes/{triangle_scene}/sphere-cast{query}", content=CASTS.astype("<f4").tobytes(),
+        return client.post(f"/scenes/{triangle_scene}/sphere-cast.bin{query}", content=CASTS.astype("<f4").tobytes(),
                            headers={"content-type": "application/octet-stream"})
 
     response = cast("?radius=0.5")
@@ -232,7 +236,7 @@ def test_binary_sphere_cast_records(client, triangle_scene):
     assert records["point"][2] == pytest.approx([1, 0, 0])
     response = cast("")
     assert response.status_code == 422
-    assert response.json()["detail"] == "a binary sphere cast needs its radius in the query string: ?radius=0.5"
+    assert response.json()["detail"] == "radius: Field required"
     for query, expected in (("?radius=-1", "radius"), ("?radius=1&tmin=2&tmax=1", "must not be less than"),
                             ("?radius=1&objects=99", "no object 99")):
         response = cast(query)
@@ -249,7 +253,7 @@ def test_sphere_cast_refusals(client, triangle_scene):
         assert response.status_code == 422 and expected in response.json()["detail"], (body, response.text)
     response = client.post(path + "?radius=1", json={"origins": [[0, 0, 1]], "directions": [[0, 0, -1]], "radius": 1})
     assert response.status_code == 422
-    assert response.json()["detail"] == ("query options (radius) are for the binary form; "
+    assert response.json()["detail"] == (f"query options (radius) are for the binary form, POST {path}.bin; "
                                          "a JSON query takes its options in the body")
 
 
@@ -266,13 +270,13 @@ def test_contains_and_signed_distance(client):
     assert signed["signed_distance"] == pytest.approx([-0.25, 1.0, 3.0])
     assert client.post(f"/scenes/{scene}/contains", json={"points": points, "exclude": [0]}).json()["inside"] == [
         False, False, False]
-    records = np.frombuffer(client.post(f"/scenes/{scene}/contains?signed_distance=true",
+    records = np.frombuffer(client.post(f"/scenes/{scene}/contains.bin?signed_distance=true",
                                         content=np.asarray(points, "<f4").tobytes(),
                                         headers={"content-type": "application/octet-stream"}).content,
                             CONTAINS_RECORD)
     assert records["object"].tolist() == [0, -1, -1]
     assert records["signed_distance"] == pytest.approx([-0.25, 1.0, 3.0])
-    plain = np.frombuffer(client.post(f"/scenes/{scene}/contains", content=np.asarray(points, "<f4").tobytes(),
+    plain = np.frombuffer(client.post(f"/scenes/{scene}/contains.bin", content=np.asarray(points, "<f4").tobytes(),
                                       headers={"content-type": "application/octet-stream"}).content,
                           CONTAINS_RECORD)
     assert np.isnan(plain["signed_distance"]).all()
@@ -289,5 +293,5 @@ def test_contains_refusals(client, triangle_scene):
     assert response.json()["detail"] == "points must lie within 1e+30 of the world origin (row 0)"
     response = client.post(path + "?signed_distance=true", json={"points": [[0, 0, 1]]})
     assert response.status_code == 422 and "for the binary form" in response.json()["detail"]
-    response = client.post(path, content=b"\0" * 5, headers={"content-type": "application/octet-stream"})
+    response = client.post(path + ".bin", content=b"\0" * 5, headers={"content-type": "application/octet-stream"})
     assert response.status_code == 422 and "not a whole number of points" in response.json()["detail"]

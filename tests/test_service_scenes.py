@@ -10,7 +10,7 @@ pytestmark = pytest.mark.both_stores
 
 
 def upload(client, filename: str, content: bytes, content_type: str = "application/octet-stream", **form):
-    return client.post("/scenes", files={"file": (filename, content, content_type)}, data=form)
+    return client.post("/scenes/upload", files={"file": (filename, content, content_type)}, data=form)
 
 
 def test_create_from_json_answers_201_with_objects_and_bounds(client):
@@ -145,5 +145,5 @@ def test_json_nan_literals_and_broken_json_are_422(client):
 
 
 def test_multipart_without_file_is_422(client):
-    response = client.post("/scenes", data={"name": "x"}, files={"other": ("a.obj", b"v 0 0 0", "text/plain")})
+    response = client.post("/scenes/upload", data={"name": "x"}, files={"other": ("a.obj", b"v 0 0 0", "text/plain")})
     assert response.status_code == 422 and "'file' part" in response.json()["detail"]

@@ -74,7 +74,7 @@ def server(tmp_path_factory):
 
 
 def post_file(base: str, filename: str, content: bytes) -> httpx.Response:
-    return httpx.post(f"{base}/scenes", files={"file": (filename, content, "application/octet-stream")}, timeout=120)
+    return httpx.post(f"{base}/scenes/upload", files={"file": (filename, content, "application/octet-stream")}, timeout=120)
 
 
 @pytest.mark.parametrize("kind", list(REFUSALS))
@@ -181,12 +181,12 @@ def test_compressed_file_without_its_type_says_so():
 def test_uploads_past_the_concurrent_builds_get_503_with_retry_after(make_client):
     client = make_client(max_concurrent_builds=2)
     slots = client.app.state.build_slots
-    scene = client.post("/scenes", files={"file": ("box.obj", BOX_OBJ)}).json()["id"]
+    scene = client.post("/scenes/upload", files={"file": ("box.obj", BOX_OBJ)}).json()["id"]
     inline = {"vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]], "faces": [[0, 1, 2]]}
     with slots.slot(), slots.slot():
-        refused = [client.post("/scenes", files={"file": ("box.obj", BOX_OBJ)}),
+        refused = [client.post("/scenes/upload", files={"file": ("box.obj", BOX_OBJ)}),
                    client.post("/scenes", json={"meshes": [inline]}),
-                   client.post(f"/scenes/{scene}/objects", files={"file": ("box.obj", BOX_OBJ)}),
+                   client.post(f"/scenes/{scene}/objects/upload", files={"file": ("box.obj", BOX_OBJ)}),
                    client.post(f"/scenes/{scene}/objects", json=inline)]
         for response in refused:
             assert response.status_code == 503 and response.headers["retry-after"] == "2"
@@ -196,7 +196,7 @@ def test_uploads_past_the_concurrent_builds_get_503_with_retry_after(make_client
         assert client.post(f"/scenes/{scene}/objects", json={"mesh": 0}).status_code == 201
     assert slots.busy == 0
     assert len(client.get(f"/scenes/{scene}").json()["objects"]) == 2
-    assert client.post("/scenes", files={"file": ("box.obj", BOX_OBJ)}).status_code == 201
+    assert client.post("/scenes/upload", files={"file": ("box.obj", BOX_OBJ)}).status_code == 201
 
 
 def test_readers_exit_when_their_server_is_killed(tmp_path):

@@ -11,7 +11,7 @@ BOX_OBJ = trimesh.creation.box().export(file_type="obj")
 
 
 def upload(client, filename: str, content: bytes, **form):
-    return client.post("/scenes", files={"file": (filename, content, "application/octet-stream")}, data=form)
+    return client.post("/scenes/upload", files={"file": (filename, content, "application/octet-stream")}, data=form)
 
 
 def test_truncated_obj_is_refused_with_its_line(client):
@@ -62,7 +62,7 @@ def test_upload_name_names_the_single_unnamed_object(client):
     # A file that names its object keeps that name.
     cube = upload(client, "cube.obj", ("o lid\n" + BOX_OBJ).encode(), name="gear")
     assert [o["name"] for o in cube.json()["objects"]] == ["lid"]
-    added = client.post(f"/scenes/{named.json()['id']}/objects",
+    added = client.post(f"/scenes/{named.json()['id']}/objects/upload",
                         files={"file": ("bolt.stl", stl, "application/octet-stream")})
     assert added.status_code == 201, added.text
     assert [o["name"] for o in added.json()["objects"]] == ["bolt"]
@@ -96,7 +96,7 @@ def test_a_scene_needs_a_mesh(client):
     response = client.post("/scenes", json={"name": "empty", "meshes": []})
     assert response.status_code == 422
     assert response.json() == {"detail": "meshes: a scene needs at least one mesh; give one in meshes, or upload a "
-                                         "file as multipart/form-data"}
+                                         "file to POST /scenes/upload"}
     response = client.post("/scenes", json={"name": "empty"})
     assert response.status_code == 422
     assert response.json() == {"detail": "meshes: Field required"}

@@ -118,7 +118,7 @@ def scene_id(server) -> str:
     """The Stanford bunny from ../shared/meshes, or the sample torus in a clone without that folder."""
     path = BUNNY if BUNNY.exists() else TORUS
     with open(path, "rb") as stream:
-        response = httpx.post(f"{server}/scenes", files={"file": (path.name, stream)}, data={"name": path.stem},
+        response = httpx.post(f"{server}/scenes/upload", files={"file": (path.name, stream)}, data={"name": path.stem},
                               headers=AUTH, timeout=120)
     assert response.status_code == 201, response.text
     return response.json()["id"]
@@ -351,7 +351,7 @@ def test_an_empty_service_says_how_to_upload(empty_server, browser):
     give_key_when_asked(browser, empty.is_displayed, "the empty-service message")
     assert "No scenes yet — upload one" in empty.text
     command = browser.find_element(By.ID, "upload-command").text
-    assert command == f'curl -F file=@mesh.obj -H "Authorization: Bearer <your key>" {empty_server}/scenes'
+    assert command == f'curl -F file=@mesh.obj -H "Authorization: Bearer <your key>" {empty_server}/scenes/upload'
     # Nothing rendered, nothing broken: the image stays hidden.
     assert not browser.find_element(By.ID, "render").is_displayed()
     assert renders(browser) == 0
@@ -712,7 +712,7 @@ def wires(server) -> str:
     wire = trimesh.path.Path3D(entities=[Line([0, 1])], vertices=np.array([[-1.5, 0.0, 0.5], [1.5, 0.0, 0.5]]))
     point = trimesh.PointCloud(np.array([[0.0, 1.2, 0.8]]))
     glb = trimesh.Scene([floor, wire, point]).export(file_type="glb")
-    response = httpx.post(f"{server}/scenes", files={"file": ("wires.glb", glb)}, data={"name": "wires"},
+    response = httpx.post(f"{server}/scenes/upload", files={"file": ("wires.glb", glb)}, data={"name": "wires"},
                           headers=AUTH, timeout=120)
     assert response.status_code == 201, response.text
     return response.json()["id"]

@@ -1,4 +1,5 @@
-"""Reading request bodies: JSON validated in one pass, multipart forms, content types."""
+"""Reading request bodies: JSON validated in one pass, multipart forms, content types (and the
+``Accept`` that asks for plain bytes)."""
 
 import math
 
@@ -38,6 +39,12 @@ def media_type(request: Request) -> str | None:
     return value.split(";", 1)[0].strip().lower()
 
 
+#: The path suffix of the route that reads a JSON route's binary form (``/pick/batch.bin``).
+BINARY_SUFFIX = ".bin"
+#: The path suffix of the route that reads a JSON route's file form (``/scenes/upload``).
+UPLOAD_SUFFIX = "/upload"
+
+
 def require_json(request: Request) -> None:
     """Refuse (415) a body not declared ``application/json``: a header check, nothing read.
 
@@ -49,6 +56,57 @@ def require_json(request: Request) -> None:
     media = media_type(request)
     if media != JSON:
         raise unsupported_media(media, JSON)
+
+
+def wants_octet_stream(request: Request, usual: str) -> bool:
+    """Whether the request's ``Accept`` names ``application/octet-stream`` before ``usual`` (the
+    media type the route answers by default, e.g. ``image/png``), and not with ``q=0``.
+
+    A route whose usual answer is a media type client generators do not know
+    (a PNG, a GLB) also declares ``application/octet-stream``, which they read
+    as bytes; the bytes are the same either way.
+    """
+    for part in request.headers.get("accept", "").split(","):
+        media, *parameters = [piece.replace(" ", "").lower() for piece in part.split(";")]
+        weights = [parameter[2:] for parameter in parameters if parameter.startswith("q=")]
+        if weights and weights[0].strip("0.") == "" and weights[0][:1] == "0":
+            continue                    # q=0, q=0.0, ...: "not this one"
+        if media == OCTET_STREAM:
+            return True
+        if media == usual:
+            return False
+    return False
+
+
+def require_media(request: Request, accepted: str, sibling_media: str, sibling_suffix: str) -> None:
+    """Refuse (415) a body not declared ``accepted``: a header check, nothing read.
+
+    Each form of a route that once read two (JSON and binary rays, JSON and a
+    file) has its own operation, so that generated clients know what they
+    send; a body of the other form is told which route reads it.
+
+    Parameters
+    ----------
+    sibling_media : str
+        The media type of the other form.
+    sibling_suffix : str
+        How the other form's path differs: this path with the suffix added
+        (the JSON route's sibling), or without it when this path ends with it
+        (the ``.bin`` or ``/upload`` route's sibling).
+
+    Raises
+    ------
+    ClientError
+        415 naming the route that reads ``sibling_media``, or saying to send ``accepted``.
+    """
+    media = media_type(request)
+    if media == accepted:
+        return
+    if media != sibling_media:
+        raise unsupported_media(media, accepted)
+    path = request.url.path
+    sibling = path.removesuffix(sibling_suffix) if path.endswith(sibling_suffix) else path + sibling_suffix
+    raise ClientError(415, f"this route reads {accepted}: send {media} to {request.method} {sibling}")
 
 
 async def read_body(request: Request) -> bytes:

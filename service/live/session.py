@@ -103,7 +103,7 @@ request's `id` (any JSON scalar, optional, null when absent):
   (until the next such message; before any, none are set).
 
 **Binary batches** (binary frames): an {HEADER_BYTES}-byte header, the 4 bytes `{MAGIC.decode()}` and the
-request id as a little-endian uint32, then the rays of the binary `POST /scenes/{{id}}/pick/batch` body
+request id as a little-endian uint32, then the rays of a `POST /scenes/{{id}}/pick/batch.bin` body
 (N × {RAY_BYTES} bytes: ox, oy, oz, dx, dy, dz as little-endian float32). The answer is a binary frame: the
 same header, then N records of 32 bytes as that route answers (float32 t, int32 object, int32 triangle,
 float32 u, v, nx, ny, nz; a miss has object = triangle = -1), or of 44 bytes after `"records": "primitive"`

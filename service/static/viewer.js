@@ -140,7 +140,7 @@
   /** The curl line that uploads a mesh to this very service (behind a proxy's prefix too). */
   function uploadCommand() {
     const key = sessionStorage.getItem(KEY_STORAGE) ? ' -H "Authorization: Bearer <your key>"' : "";
-    return `curl -F file=@mesh.obj${key} ${new URL("scenes", location.href).href}`;
+    return `curl -F file=@mesh.obj${key} ${new URL("scenes/upload", location.href).href}`;
   }
 
   /** The list of scenes; returns their ids, in the service's order. */

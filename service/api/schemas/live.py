@@ -42,13 +42,13 @@ class EditMessage(RequestModel):
 
 class BatchOptionsMessage(PickOptions):
     """Options of the binary batch frames that follow on this connection, until the next such
-    message (before any: none, as a binary ``/pick/batch`` without query options)."""
+    message (before any: none, as ``/pick/batch.bin`` without query options)."""
 
     type: Literal["batch_options"]
     id: MessageId = None
     records: RecordLayout = Field(
         "surface", description="the answers' records: `surface`, 32 bytes each; `primitive`, 44 bytes each, "
-                               "with what was hit (see `records` of POST /scenes/{id}/pick/batch)")
+                               "with what was hit (see `records` of POST /scenes/{id}/pick/batch.bin)")
 
 
 # ------------------------------------------------------------------ responses

@@ -82,7 +82,7 @@ ObjectCreate = Annotated[
     Discriminator(object_kind, custom_error_type="object_kind",
                   custom_error_message="give an inline mesh (vertices and faces), an instance of an "
                                        "existing mesh (mesh), or a shape (shape); or upload a file "
-                                       "as multipart/form-data"),
+                                       "to POST /scenes/{id}/objects/upload"),
 ]
 
 

@@ -51,7 +51,7 @@ class PickRequest(PickOptions):
 
 
 class BatchPickRequest(PickOptions):
-    """Many rays at once, as JSON; ``application/octet-stream`` is the fast form."""
+    """Many rays at once, as JSON; ``POST /scenes/{id}/pick/batch.bin`` takes them packed, the fast form."""
 
     origins: list[Vec3]
     directions: list[Vec3]

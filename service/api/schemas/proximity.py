@@ -18,8 +18,8 @@ class ProximityOptions(RequestModel):
 
 
 class ClosestRequest(ProximityOptions):
-    """World points whose nearest surface point is wanted, as JSON;
-    ``application/octet-stream`` is the fast form."""
+    """World points whose nearest surface point is wanted, as JSON; ``POST .../closest.bin`` takes
+    them packed, the fast form."""
 
     points: list[Vec3]
     max_distance: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)] | None = Field(
@@ -27,7 +27,7 @@ class ClosestRequest(ProximityOptions):
 
 
 class SphereCastRequest(ProximityOptions):
-    """Spheres swept along rays, as JSON; ``application/octet-stream`` is the fast form."""
+    """Spheres swept along rays, as JSON; ``POST .../sphere-cast.bin`` takes them packed, the fast form."""
 
     origins: list[Vec3]
     directions: list[Vec3]

@@ -22,7 +22,7 @@ class MeshIn(RequestModel):
 
 
 class SceneCreate(RequestModel):
-    """``POST /scenes`` as JSON (a file upload is the multipart form instead)."""
+    """``POST /scenes``: inline meshes (a file is uploaded to ``POST /scenes/upload`` instead)."""
 
     name: Name | None = None
     meshes: Annotated[list[MeshIn], Field(json_schema_extra={"minItems": 1})]
@@ -31,8 +31,8 @@ class SceneCreate(RequestModel):
     @classmethod
     def _at_least_one_mesh(cls, meshes: list[MeshIn]) -> list[MeshIn]:
         if not meshes:
-            raise ValueError("a scene needs at least one mesh; give one in meshes, or upload a file as "
-                             "multipart/form-data")
+            raise ValueError("a scene needs at least one mesh; give one in meshes, or upload a file to "
+                             "POST /scenes/upload")
         return meshes
 
 
