@@ -206,10 +206,10 @@ def test_batch_picks_in_both_forms_agree_with_the_brute_force(server, torus_scen
     server.require("post", "/scenes/{scene_id}/pick/batch.bin", PART_1)
     vertices, faces = torus()
     rng = np.random.default_rng(39)
-    origins, directions = (float32_exact(a) for a in pick_rays(vertices, 3000, rng, axis_aligned_fraction=0.1))
+    origins, directions = (float32_exact(a) for a in pick_rays(vertices, 1500, rng, axis_aligned_fraction=0.1))
     triangle, t, _, _, edge = closest_hits(vertices, faces, origins, directions)
     clear = np.abs(edge) > 1e-4                 # rays that graze no edge: rounding cannot decide them
-    assert clear.sum() > 2900 and (triangle[clear] >= 0).sum() > 1000
+    assert clear.sum() > 1450 and (triangle[clear] >= 0).sum() > 500
     recorder = Recorder()
     http = httpx.Client(base_url=server.url, event_hooks={"request": [recorder]}, timeout=TIMEOUT)
     with Client(server.url, timeout=TIMEOUT, http=http, binary_threshold=1000) as client:
@@ -219,7 +219,7 @@ def test_batch_picks_in_both_forms_agree_with_the_brute_force(server, torus_scen
     assert recorder.paths == [f"/scenes/{torus_scene}/pick/batch", f"/scenes/{torus_scene}/pick/batch.bin",
                               f"/scenes/{torus_scene}/pick/batch"]
     for hits in (as_json, automatic):
-        assert hits.triangle.shape == (3000,) and hits.normal.shape == (3000, 3)
+        assert hits.triangle.shape == (1500,) and hits.normal.shape == (1500, 3)
         assert np.array_equal(hits.triangle[clear], triangle[clear])
         assert np.array_equal(hits.hit[clear], triangle[clear] >= 0)
         found = clear & (triangle >= 0)
@@ -237,15 +237,15 @@ def test_proximity_batches_in_both_forms_agree_with_the_brute_force(server, toru
         server.require("post", f"/scenes/{{scene_id}}/{path}.bin", PART_1)
     vertices, faces = torus()
     rng = np.random.default_rng(40)
-    points = float32_exact(rng.uniform(-1.6, 1.6, (1500, 3)) * [1, 1, 0.5])
+    points = float32_exact(rng.uniform(-1.6, 1.6, (400, 3)) * [1, 1, 0.5])
     reference = closest_points(vertices, faces, points)
     winding = winding_numbers(vertices, faces, points)
     clear = reference.distance > 1e-3             # points on the surface: inside or outside is rounding
-    angles = rng.uniform(0, 2 * np.pi, 1200)
+    angles = rng.uniform(0, 2 * np.pi, 300)
     origins = float32_exact(np.stack([np.cos(angles), np.sin(angles), np.full_like(angles, 3.0)], axis=1))
-    directions = float32_exact(np.tile([0.0, 0.0, -1.0], (1200, 1)))
+    directions = float32_exact(np.tile([0.0, 0.0, -1.0], (300, 1)))
     swept = sphere_cast(vertices, faces, origins, directions, 0.05)
-    with Client(server.url, timeout=TIMEOUT, binary_threshold=1000) as client:
+    with Client(server.url, timeout=TIMEOUT, binary_threshold=250) as client:
         for binary in (False, None):
             nearest = client.closest(torus_scene, points, binary=binary)
             assert nearest.found.all()
@@ -356,7 +356,8 @@ def test_a_retried_write_applies_once(server, mode):
         objects = client.all_objects(scene.id)
         assert [item.name for item in objects] == ["t0", "t1", "once"] and added.objects[0].id == 2
         assert moved.version == 2                     # create 0, add 1, move 2: each once
-        assert len(transport.keys) == 4 and transport.keys[0] == transport.keys[1]
+        # The add was answered on its fourth try, each under its one key; the move had a key of its own.
+        assert transport.keys[:4] == [transport.keys[0]] * 4 and len(set(transport.keys)) == 2
         # The same key with another body is refused, in the service's words.
         with pytest.raises(ApiError) as refused:
             client.add_objects(scene.id, {"mesh": 0, "name": "other"}, idempotency_key=transport.keys[0])
