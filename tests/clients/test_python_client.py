@@ -73,7 +73,7 @@ class Awaiting:
 async def readme_session(api) -> None:
     """README.md's and docs/http-api.md's sessions, through the client, with the answers they show."""
     vertices, faces = torus()
-    scene = await api.create_scene([{"name": "torus", "vertices": vertices, "faces": faces}], name="torus")
+    scene = await api.upload_scene(sample_meshes.path("torus.ply"), name="torus")
     sid = scene.id
     assert (scene.name, scene.state, scene.object_count, scene.triangles) == ("torus", "ok", 1, 2304)
     assert scene.objects[0].name == "torus" and scene.objects[0].mask == 4294967295
@@ -141,14 +141,23 @@ async def readme_session(api) -> None:
 
     stored = await api.mesh_vertices(sid, 0, exact=True)
     assert stored.dtype == np.float64 and np.array_equal(stored, vertices)
-    refit = await api.replace_vertices(sid, 0, stored * 1.5, binary=False)
-    assert (refit.version, refit.mesh, refit.vertices, refit.objects) == (4, 0, 1152, [0, 1])
-    with pytest.raises(ApiError) as refused:
-        await api.replace_vertices(sid, 0, stored[:10], binary=False)
-    assert refused.value.status == 422 and refused.value.detail.startswith("refit needs the mesh's 1152 vertices")
+    fetched = await api.mesh_vertices(sid, 0)                     # vertices.bin: float32
+    assert fetched.dtype == np.float32 and np.array_equal(fetched, vertices.astype(np.float32))
+    assert np.array_equal(await api.mesh_faces(sid, 0), faces)
 
     glb = await api.export_glb(sid)
     assert glb[:4] == b"glTF"
+    again = await api.upload_scene(glb, filename="torus.glb")
+    assert [(item.id, item.name, item.pickable) for item in again.objects] == [(0, "torus", True),
+                                                                             (1, "second", False)]
+    assert again.triangles == 4608
+    await api.delete_scene(again.id)
+
+    refit = await api.replace_vertices(sid, 0, fetched * 1.5)     # 1,152 vertices: vertices.bin
+    assert (refit.version, refit.mesh, refit.vertices, refit.objects) == (4, 0, 1152, [0, 1])
+    with pytest.raises(ApiError) as refused:
+        await api.replace_vertices(sid, 0, fetched[:10])
+    assert refused.value.status == 422 and refused.value.detail.startswith("refit needs the mesh's 1152 vertices")
     with pytest.raises(ApiError) as refused:
         await api.pick(sid, [0, 0, 5], [0, 0, 0])
     assert (refused.value.status, refused.value.detail) == (422, "direction must not be the zero vector")
