@@ -85,6 +85,20 @@ def _ints(values) -> np.ndarray:
     return np.asarray(values, dtype=np.int32).reshape(-1)
 
 
+def surface_from_json(answer: dict) -> dict:
+    """The columns every surface answer has (``object``, ``triangle``, ``u``, ``v``, ``point``,
+    ``normal``) from its JSON form, as arrays."""
+    return dict(object=_ints(answer["object"]), triangle=_ints(answer["triangle"]), u=_column(answer["u"]),
+                v=_column(answer["v"]), point=_rows(answer["point"]), normal=_rows(answer["normal"]))
+
+
+def surface_from_records(found: np.ndarray) -> dict:
+    """The same columns from binary records that carry the point (closest, sphere-cast)."""
+    return dict(object=found["object"].astype(np.int32), triangle=found["triangle"].astype(np.int32),
+                u=found["u"].astype(np.float64), v=found["v"].astype(np.float64),
+                point=found["point"].astype(np.float64), normal=found["normal"].astype(np.float64))
+
+
 @dataclass
 class BatchHits:
     """The closest hit of each of N rays.
@@ -130,10 +144,8 @@ class BatchHits:
     def from_json(cls, answer: dict) -> "BatchHits":
         segment, point_index = _ints(answer["segment"]), _ints(answer["point_index"])
         return cls(hit=np.asarray(answer["hit"], dtype=bool).reshape(-1), t=_column(answer["t"], np.inf),
-                   object=_ints(answer["object"]), triangle=_ints(answer["triangle"]), u=_column(answer["u"]),
-                   v=_column(answer["v"]), point=_rows(answer["point"]), normal=_rows(answer["normal"]),
                    primitive=_ints(answer["primitive"]), index=np.where(segment >= 0, segment, point_index),
-                   s=_column(answer["s"]))
+                   s=_column(answer["s"]), **surface_from_json(answer))
 
     @classmethod
     def from_records(cls, found: np.ndarray, origins: np.ndarray, directions: np.ndarray) -> "BatchHits":
@@ -182,17 +194,14 @@ class ClosestPoints:
     @classmethod
     def from_json(cls, answer: dict) -> "ClosestPoints":
         return cls(found=np.asarray(answer["found"], dtype=bool).reshape(-1),
-                   distance=_column(answer["distance"], np.inf), object=_ints(answer["object"]),
-                   triangle=_ints(answer["triangle"]), u=_column(answer["u"]), v=_column(answer["v"]),
-                   point=_rows(answer["point"]), normal=_rows(answer["normal"]), mesh=_ints(answer["mesh"]))
+                   distance=_column(answer["distance"], np.inf), mesh=_ints(answer["mesh"]),
+                   **surface_from_json(answer))
 
     @classmethod
     def from_records(cls, found: np.ndarray) -> "ClosestPoints":
         hit = found["object"] >= 0
         return cls(found=hit, distance=np.where(hit, found["distance"].astype(np.float64), np.inf),
-                   object=found["object"].astype(np.int32), triangle=found["triangle"].astype(np.int32),
-                   u=found["u"].astype(np.float64), v=found["v"].astype(np.float64),
-                   point=found["point"].astype(np.float64), normal=found["normal"].astype(np.float64))
+                   **surface_from_records(found))
 
 
 @dataclass
@@ -226,16 +235,12 @@ class SphereHits:
     @classmethod
     def from_json(cls, answer: dict) -> "SphereHits":
         return cls(hit=np.asarray(answer["hit"], dtype=bool).reshape(-1), t=_column(answer["t"], np.inf),
-                   object=_ints(answer["object"]), triangle=_ints(answer["triangle"]), u=_column(answer["u"]),
-                   v=_column(answer["v"]), point=_rows(answer["point"]), normal=_rows(answer["normal"]))
+                   **surface_from_json(answer))
 
     @classmethod
     def from_records(cls, found: np.ndarray) -> "SphereHits":
         hit = found["object"] >= 0
-        return cls(hit=hit, t=np.where(hit, found["t"].astype(np.float64), np.inf),
-                   object=found["object"].astype(np.int32), triangle=found["triangle"].astype(np.int32),
-                   u=found["u"].astype(np.float64), v=found["v"].astype(np.float64),
-                   point=found["point"].astype(np.float64), normal=found["normal"].astype(np.float64))
+        return cls(hit=hit, t=np.where(hit, found["t"].astype(np.float64), np.inf), **surface_from_records(found))
 
 
 @dataclass
