@@ -28,7 +28,7 @@ from .ops.metrics import Metrics
 from .queries.reader_processes import start_readers
 from .api.limits import BuildSlots
 from .api.middleware import ApiKeyAuth, BodyLimit, RequestMetrics
-from .api.openapi import install_schemas
+from .api.openapi import install_schemas, operation_id
 from .api.responses import JSONBytes
 from .api.routes import export, health, idbuffer, live, objects, picks, proximity, render, scenes, select, viewer
 from .api.routes.export import EXPOSED_HEADERS as EXPORT_HEADERS
@@ -205,7 +205,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # and the project's icon (relative: it stays right behind a proxy's path prefix).
     app = FastAPIOffline(title="bvh-pick", version="0.1.0", lifespan=lifespan, default_response_class=JSONBytes,
                          description="Closest-surface picking over HTTP: upload a scene, then cast rays at it.",
-                         static_url=DOCS_ASSETS, favicon_url="favicon.ico")
+                         static_url=DOCS_ASSETS, favicon_url="favicon.ico",
+                         generate_unique_id_function=operation_id)
     app.state.settings = settings
     app.state.store = store
     app.state.metrics = metrics

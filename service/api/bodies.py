@@ -10,10 +10,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 
 from .errors import ClientError, validation_error
+from .responses import OCTET_STREAM
 
 JSON = "application/json"
 MULTIPART = "multipart/form-data"
-OCTET_STREAM = "application/octet-stream"
 FORM_URLENCODED = "application/x-www-form-urlencoded"
 
 #: Largest non-file field of a multipart form (a name, a transform).
@@ -38,6 +38,12 @@ def media_type(request: Request) -> str | None:
     return value.split(";", 1)[0].strip().lower()
 
 
+#: The path suffix of the route that reads a JSON route's binary form (``/pick/batch.bin``).
+BINARY_SUFFIX = ".bin"
+#: The path suffix of the route that reads a JSON route's file form (``/scenes/upload``).
+UPLOAD_SUFFIX = "/upload"
+
+
 def require_json(request: Request) -> None:
     """Refuse (415) a body not declared ``application/json``: a header check, nothing read.
 
@@ -49,6 +55,37 @@ def require_json(request: Request) -> None:
     media = media_type(request)
     if media != JSON:
         raise unsupported_media(media, JSON)
+
+
+def require_media(request: Request, accepted: str, sibling_media: str, sibling_suffix: str) -> None:
+    """Refuse (415) a body not declared ``accepted``: a header check, nothing read.
+
+    Each form of a route that once read two (JSON and binary rays, JSON and a
+    file) has its own operation, so that generated clients know what they
+    send; a body of the other form is told which route reads it.
+
+    Parameters
+    ----------
+    sibling_media : str
+        The media type of the other form.
+    sibling_suffix : str
+        How the other form's path differs: this path with the suffix added
+        (the JSON route's sibling), or without it when this path ends with it
+        (the ``.bin`` or ``/upload`` route's sibling).
+
+    Raises
+    ------
+    ClientError
+        415 naming the route that reads ``sibling_media``, or saying to send ``accepted``.
+    """
+    media = media_type(request)
+    if media == accepted:
+        return
+    if media != sibling_media:
+        raise unsupported_media(media, accepted)
+    path = request.url.path
+    sibling = path.removesuffix(sibling_suffix) if path.endswith(sibling_suffix) else path + sibling_suffix
+    raise ClientError(415, f"this route reads {accepted}: send {media} to {request.method} {sibling}")
 
 
 async def read_body(request: Request) -> bytes:

@@ -1,12 +1,14 @@
-"""The one request helper of the routes that read a body in two forms.
+"""The one request helper of the routes that read items in two forms.
 
-``/pick/batch``, ``/closest``, ``/sphere-cast`` and ``/contains`` take either
-packed binary items (``application/octet-stream``: rays or points as
-little-endian float32, the options in the query string) or JSON (items and
-options in the body). Either way the request is refused before its body is
-read where ``Content-Length`` already tells it is too large, then checked
-whole (whole items, at least one, at most ``PICK_MAX_RAYS``, an answer
-within ``PICK_MAX_RESPONSE_MB``), counted in ``/metrics``, and answered by a
+``/pick/batch``, ``/closest``, ``/sphere-cast`` and ``/contains`` take JSON
+(items and options in the body); their ``.bin`` siblings take packed binary
+items (``application/octet-stream``: rays or points as little-endian
+float32, the options in the query string) and answer packed records. Two
+operations, so that generated clients know what each sends and receives;
+one reading: either way the request is refused before its body is read where
+``Content-Length`` already tells it is too large, then checked whole (whole
+items, at least one, at most ``PICK_MAX_RAYS``, an answer within
+``PICK_MAX_RESPONSE_MB``), counted in ``/metrics``, and answered by a
 function run on a worker thread (the kernels release the GIL) unless it is
 so small that the thread hop would cost more than the work
 (:func:`off_loop`). The live channel's binary frames are checked by the
@@ -23,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from . import limits
-from .bodies import JSON, OCTET_STREAM, media_type, parse_json_body, unsupported_media
+from .bodies import BINARY_SUFFIX, JSON, OCTET_STREAM, parse_json_body, require_media
 from .deps import count_rays
 from .errors import ClientError
 from ..queries.picking import ALL_BITS, RAY_BYTES
@@ -31,12 +33,14 @@ from ..queries.proximity import POINT_BYTES
 from ..settings import Settings
 
 # The binary form's options, as the query string gives them (a JSON body gives them in the body).
-BINARY_ONLY = "binary form only"
-FlagQuery = Annotated[bool, Query(description=BINARY_ONLY)]
-DistanceQuery = Annotated[float, Query(ge=0, allow_inf_nan=False, description=BINARY_ONLY)]
-TmaxQuery = Annotated[float | None, Query(ge=0, allow_inf_nan=False, description=BINARY_ONLY)]
-MaskQuery = Annotated[int | None, Query(ge=0, le=ALL_BITS, description=BINARY_ONLY)]
-IdsQuery = Annotated[list[int] | None, Query(description="binary form only, repeat per id")]
+# Their defaults are stated in the descriptions, not the schema (``service.api.openapi``): a
+# generated client leaves an option out unless it is given.
+AS_IN_JSON = "as the JSON form's body field of the same name"
+FlagQuery = Annotated[bool, Query(description=AS_IN_JSON)]
+DistanceQuery = Annotated[float, Query(ge=0, allow_inf_nan=False, description=AS_IN_JSON)]
+TmaxQuery = Annotated[float | None, Query(ge=0, allow_inf_nan=False, description=AS_IN_JSON + "; absent: unbounded")]
+MaskQuery = Annotated[int | None, Query(ge=0, le=ALL_BITS, description=AS_IN_JSON + "; absent: every object")]
+IdsQuery = Annotated[list[int] | None, Query(description=AS_IN_JSON + ", repeated per id")]
 
 #: Requests of up to this many rays (or points) are answered on the event loop.
 INLINE_RAYS = 64
@@ -146,38 +150,41 @@ class DualForm:
     json_answer: Callable[[int], int]
     json_advice: str
 
-    async def read(self, request: Request, settings: Settings, record_bytes: int,
-                   binary_refusal: str | None = None) -> "Received":
-        """The request's items in either form, checked against every limit.
+    async def read_binary(self, request: Request, settings: Settings, record_bytes: int) -> "Received":
+        """The binary form's items (the ``.bin`` route), checked against every limit.
 
         Parameters
         ----------
         record_bytes : int
             Bytes per item of the binary answer.
-        binary_refusal : str, optional
-            When given, a binary body is refused with it (422) before it is read: a required
-            query option is missing.
 
         Raises
         ------
         ClientError
-            415 for another content type; 422 for a body that is not whole items, a JSON body
-            with query options, an invalid JSON body; 413 past the limits.
+            415 for another content type (naming the JSON route for JSON); 422 for a body that is
+            not whole items; 413 past the limits.
         """
-        media = media_type(request)
-        if media == OCTET_STREAM:
-            if binary_refusal is not None:
-                raise ClientError(422, binary_refusal)
-            declared = request.headers.get("content-length")
-            if declared is not None and declared.isdigit():
-                self.items.check(int(declared) // self.items.size, settings, record_bytes)
-            data = await request.body()
-            return Received(self.items.count(len(data), settings, record_bytes), data, None)
-        if media != JSON:
-            raise unsupported_media(media, "application/json or application/octet-stream")
+        require_media(request, OCTET_STREAM, JSON, BINARY_SUFFIX)
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit():
+            self.items.check(int(declared) // self.items.size, settings, record_bytes)
+        data = await request.body()
+        return Received(self.items.count(len(data), settings, record_bytes), data, None)
+
+    async def read_json(self, request: Request, settings: Settings) -> "Received":
+        """The JSON form's body, checked against every limit.
+
+        Raises
+        ------
+        ClientError
+            415 for another content type (naming the ``.bin`` route for binary items); 422 for
+            query options (the binary form's) or an invalid body; 413 past the limits.
+        """
+        require_media(request, JSON, OCTET_STREAM, BINARY_SUFFIX)
         given = [name for name in self.query_options if name in request.query_params]
         if given:
-            raise ClientError(422, f"query options ({', '.join(given)}) are for the binary form; "
+            raise ClientError(422, f"query options ({', '.join(given)}) are for the binary form, "
+                                   f"{request.method} {request.url.path}{BINARY_SUFFIX}; "
                                    f"a JSON {self.noun} takes its options in the body")
         raw = await request.body()
         self.json_items.check(raw, settings, self.json_answer, self.json_what, self.json_advice)

@@ -2,9 +2,16 @@
 
 The hot routes read their bodies with ``Model.model_validate_json`` (pydantic's
 Rust JSON parser, no intermediate dicts) instead of FastAPI's body
-parameters, and some accept more than one content type; :func:`body_doc`
-documents those bodies, and :func:`install_schemas` adds the models they
-refer to to the schema's components.
+parameters; :func:`body_doc` documents those bodies, and
+:func:`install_schemas` adds the models they refer to to the schema's
+components.
+
+The document is made for client generators (openapi-python-client,
+openapi-typescript with openapi-fetch, at their default settings,
+``tests/test_generated_clients.py``): each operation reads one content type
+(a binary form is a ``.bin`` sibling, a file upload an ``/upload`` one) and
+answers one kind of 200, and what a client sends carries no schema
+``default`` (:func:`request_defaults_described`).
 
 :func:`install_schemas` also documents, on every operation, the refusals
 that come from the service as a whole rather than from one route (the API
@@ -15,7 +22,10 @@ list of problems, while this service always answers ``{"detail": "..."}``.
 
 import http.client
 
+import orjson
+
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, TypeAdapter
 
@@ -44,14 +54,29 @@ ERROR_DESCRIPTIONS = {
 QUERY_ERRORS = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}}
 
 
-def dual_form_responses(records: str, json_answer: str = "columnar JSON") -> dict:
-    """``responses`` of a route that reads a JSON or a binary body (``service.api.dual_form``) and
-    answers in the same form: ``records`` describes the binary answer's records."""
-    return {**QUERY_ERRORS, 415: {"model": ErrorOut},
-            200: {"content": {"application/octet-stream": {"schema": {
-                      "type": "string", "format": "binary",
-                      "description": f"for an application/octet-stream body: {records}"}}},
-                  "description": f"{json_answer} for a JSON body, binary records for a binary body"}}
+#: The refusals of a JSON route that has a binary sibling (``service.api.dual_form``).
+JSON_FORM_ERRORS = {**QUERY_ERRORS, 415: {"model": ErrorOut}}
+
+
+def binary_answer(description: str, also: dict | None = None, summary: str = "packed binary records") -> dict:
+    """The ``200`` of a route that answers bytes: ``application/octet-stream`` (a string of format
+    binary, which generated clients give back as bytes), after the other media types ``also``
+    (media type to schema) when the route answers those by default.
+
+    Parameters
+    ----------
+    description : str
+        What the bytes hold.
+    summary : str
+        The response's description.
+    """
+    binary = {"schema": {"type": "string", "format": "binary", "description": description}}
+    return {200: {"content": {**(also or {}), "application/octet-stream": binary}, "description": summary}}
+
+
+def binary_form_responses(records: str) -> dict:
+    """``responses`` of the ``.bin`` sibling of a query route: binary items in, ``records`` out."""
+    return {**JSON_FORM_ERRORS, **binary_answer(records)}
 
 
 _definitions: dict[str, dict] = {}
@@ -175,6 +200,72 @@ def _not_null(schema: dict) -> dict:
     return {**kept[0], **rest} if len(kept) == 1 else {**rest, "anyOf": kept}
 
 
+def _describe_default(schema: dict) -> None:
+    """Move ``schema``'s ``default`` into its description: a generated client leaves an optional
+    value out unless it is given (openapi-python-client sends schema defaults; openapi-typescript
+    makes defaulted properties required), and the service applies the same default."""
+    if "default" not in schema:
+        return
+    value = orjson.dumps(schema.pop("default")).decode()
+    said = schema.get("description", "").rstrip()
+    schema["description"] = f"{said}{'. ' if said and not said.endswith('.') else ' ' if said else ''}Default: {value}."
+
+
+#: Keywords whose values are schemas (or lists or maps of schemas), for :func:`_without_defaults`.
+SUBSCHEMAS = ("items", "anyOf", "oneOf", "allOf", "prefixItems", "additionalProperties", "not")
+
+
+def _without_defaults(schema) -> None:
+    """:func:`_describe_default` on ``schema``, its properties and every schema inside it."""
+    if isinstance(schema, list):
+        for entry in schema:
+            _without_defaults(entry)
+        return
+    if not isinstance(schema, dict):
+        return
+    _describe_default(schema)
+    for name in schema.get("properties", {}):
+        _without_defaults(schema["properties"][name])
+    for key in SUBSCHEMAS:
+        if key in schema:
+            _without_defaults(schema[key])
+
+
+def _references(node, components: dict, found: set[str]) -> set[str]:
+    """The names of the components ``node`` refers to, directly or through other components."""
+    if isinstance(node, list):
+        for entry in node:
+            _references(entry, components, found)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                name = value.rsplit("/", 1)[-1]
+                if name not in found and name in components:
+                    found.add(name)
+                    _references(components[name], components, found)
+            else:
+                _references(value, components, found)
+    return found
+
+
+def request_defaults_described(schema: dict) -> None:
+    """Every schema a client sends (request bodies, query parameters, the live channel's client
+    messages) with its defaults in its descriptions instead of ``default`` (:func:`_describe_default`).
+    Answers keep theirs: there, every field is always present."""
+    components = schema.get("components", {}).get("schemas", {})
+    sent: set[str] = set()
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                _without_defaults(parameter.get("schema"))
+            for media in operation.get("requestBody", {}).get("content", {}).values():
+                _without_defaults(media.get("schema"))
+            _references([operation.get("requestBody"), operation.get("parameters"),
+                         operation.get("x-client-messages")], components, sent)
+    for name in sent:
+        _without_defaults(components[name])
+
+
 def _add_error(responses: dict, status: int) -> None:
     responses.setdefault(str(status), {"description": ERROR_DESCRIPTIONS[status],
                                        "content": {"application/json": {"schema": ERROR_REF}}})
@@ -209,6 +300,12 @@ def document_refusals(path: str, operation: dict, secured: bool, open_paths: fro
     operation["responses"] = dict(sorted(responses.items()))
 
 
+def operation_id(route: APIRoute) -> str:
+    """A route's ``operationId``: its endpoint's name (``pick_batch_binary``), which generated clients
+    name their functions and types after (FastAPI's default adds the path and the method)."""
+    return route.name
+
+
 def install_schemas(app: FastAPI, secured: bool, open_paths: frozenset[str] = frozenset()) -> None:
     """Make ``app.openapi()`` include the models :func:`body_doc` refers to, every
     refusal of every operation, and, when ``secured``, the bearer scheme on every
@@ -230,6 +327,7 @@ def install_schemas(app: FastAPI, secured: bool, open_paths: frozenset[str] = fr
             for path, operations in schema.get("paths", {}).items():
                 for operation in operations.values():
                     document_refusals(path, operation, secured, open_paths)
+            request_defaults_described(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -1,6 +1,7 @@
 """A scene's geometry given back: ``/scenes/{id}/export.glb`` (the whole scene as binary glTF)
-and ``/scenes/{id}/meshes/{mesh}/vertices`` and ``.../faces`` (one mesh, as JSON or packed
-binary), so that an editor that picks through the service draws the same geometry.
+and ``/scenes/{id}/meshes/{mesh}/vertices`` and ``.../faces`` (one mesh, as JSON, or packed
+binary at ``vertices.bin`` and ``faces.bin``), so that an editor that picks through the service
+draws the same geometry.
 
 Large answers stream: their pieces are made on worker threads as the client
 reads (:mod:`service.queries.exporting`), and nothing is held but the piece
@@ -13,6 +14,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ..bodies import JSON, OCTET_STREAM
 from ..deps import SceneMeshDep, StoredSceneDep
+from ..openapi import binary_answer
+from ..responses import wants_octet_stream
 from ..schemas import ErrorOut, MeshFaces, MeshVertices
 from ...queries.exporting import FACE_DTYPE, INLINE_ROWS, VERTEX_DTYPE, mesh_arrays, rows_pieces, scene_glb
 
@@ -38,53 +41,32 @@ GLB_DOC = (
     "and the objects without geometry by kind. Uploaded again (POST /scenes), the file gives the same objects "
     "(names, masks, pickability and float64 vertices from the extras, in id order) and the same picks on them.")
 
-VERTICES_BINARY = ("With Accept: application/octet-stream: V×3 little-endian float32 (x, y, z per vertex, in the "
-                   "mesh's vertex order; no header: V is the length / 12), the body PUT .../vertices takes. "
-                   "The JSON form gives the float64 values as stored.")
-FACES_BINARY = ("With Accept: application/octet-stream: F×3 little-endian int32 (three vertex indices per "
-                "triangle, in the mesh's face order; no header: F is the length / 12).")
-
-
-def wants_binary(request: Request) -> bool:
-    """Whether the request's ``Accept`` names ``application/octet-stream`` before JSON (or without it),
-    and not with ``q=0``; anything else is answered in JSON."""
-    for part in request.headers.get("accept", "").split(","):
-        media, *parameters = [piece.replace(" ", "").lower() for piece in part.split(";")]
-        weights = [parameter[2:] for parameter in parameters if parameter.startswith("q=")]
-        if weights and weights[0].strip("0.") == "" and weights[0][:1] == "0":
-            continue                    # q=0, q=0.0, ...: "not this one"
-        if media == OCTET_STREAM:
-            return True
-        if media == JSON:
-            return False
-    return False
-
-
-def binary_or_json(description: str, model: type) -> dict:
-    """``responses`` of a route that answers ``model`` as JSON, or packed binary when asked."""
-    return {200: {"content": {OCTET_STREAM: {"schema": {"type": "string", "format": "binary",
-                                                        "description": description}}},
-                  "description": f"JSON ({model.__name__}), or packed binary with Accept: {OCTET_STREAM}"},
-            404: {"model": ErrorOut}}
+VERTICES_BINARY = ("V×3 little-endian float32 (x, y, z per vertex, in the mesh's vertex order; no header: V is "
+                   "the length / 12), the body PUT .../vertices.bin takes. The JSON form (.../vertices) gives the "
+                   "float64 values as stored.")
+FACES_BINARY = ("F×3 little-endian int32 (three vertex indices per triangle, in the mesh's face order; no header: "
+                "F is the length / 12).")
 
 
 @router.get("/scenes/{scene_id}/export.glb", response_class=Response,
-            responses={200: {"content": {GLB: {"schema": {"type": "string", "format": "binary",
-                                                          "description": GLB_DOC}}},
-                             "description": "the scene as binary glTF (GLB)",
+            responses={200: {**binary_answer(GLB_DOC, {GLB: {"schema": {"type": "string", "format": "binary",
+                                                                       "description": GLB_DOC}}},
+                                             f"the scene as binary glTF (GLB); the same bytes as {OCTET_STREAM} "
+                                             f"when Accept asks for that before {GLB}")[200],
                              "headers": {WITHOUT_GEOMETRY_HEADER: {
                                  "schema": {"type": "integer"},
                                  "description": "objects written as nodes without geometry (shapes, line and "
                                                 "point sets)"}}},
                        404: {"model": ErrorOut},
                        413: {"model": ErrorOut, "description": "the GLB would pass the 4 GiB a GLB can hold"}})
-async def export_scene(stored: StoredSceneDep):
+async def export_scene(stored: StoredSceneDep, request: Request):
     """The scene as binary glTF: its meshes once each, its objects as nodes with their transforms, names and
     ids (``extras.bvh_pick``). Streamed; uploaded again it gives the same picks on its meshes."""
     export = await run_in_threadpool(scene_glb, stored)
     skipped = sum(export.without_geometry.values())
     # A sync iterator: Starlette makes each piece on a worker thread.
-    return StreamingResponse(export.pieces(), media_type=GLB, headers={
+    media = OCTET_STREAM if wants_octet_stream(request, GLB) else GLB
+    return StreamingResponse(export.pieces(), media_type=media, headers={
         "Content-Length": str(export.size), WITHOUT_GEOMETRY_HEADER: str(skipped),
         "Content-Disposition": f'attachment; filename="{stored.id}.glb"', "Cache-Control": "no-store"})
 
@@ -100,18 +82,34 @@ def _rows_answer(rows, key: str, dtype, binary: bool) -> Response:
 
 
 @router.get("/scenes/{scene_id}/meshes/{mesh_id}/vertices", response_model=MeshVertices,
-            responses=binary_or_json(VERTICES_BINARY, MeshVertices))
-async def get_vertices(scene_mesh: SceneMeshDep, request: Request):
-    """A mesh's vertices, in its own coordinates and vertex order: JSON ``{"vertices": [[x, y, z], ...]}``
-    (float64 as stored), or float32 V×3 with ``Accept: application/octet-stream``."""
+            responses={404: {"model": ErrorOut}})
+async def get_vertices(scene_mesh: SceneMeshDep):
+    """A mesh's vertices, in its own coordinates and vertex order: ``{"vertices": [[x, y, z], ...]}``
+    (float64 as stored; ``GET .../vertices.bin`` gives them packed as float32)."""
     vertices, _ = mesh_arrays(scene_mesh.stored, scene_mesh.id)
-    return _rows_answer(vertices, "vertices", VERTEX_DTYPE, wants_binary(request))
+    return _rows_answer(vertices, "vertices", VERTEX_DTYPE, binary=False)
+
+
+@router.get("/scenes/{scene_id}/meshes/{mesh_id}/vertices.bin", response_class=Response,
+            responses={**binary_answer(VERTICES_BINARY, summary="the vertices, packed"), 404: {"model": ErrorOut}})
+async def get_vertices_binary(scene_mesh: SceneMeshDep):
+    """A mesh's vertices as packed float32 V×3, in its own coordinates and vertex order."""
+    vertices, _ = mesh_arrays(scene_mesh.stored, scene_mesh.id)
+    return _rows_answer(vertices, "vertices", VERTEX_DTYPE, binary=True)
 
 
 @router.get("/scenes/{scene_id}/meshes/{mesh_id}/faces", response_model=MeshFaces,
-            responses=binary_or_json(FACES_BINARY, MeshFaces))
-async def get_faces(scene_mesh: SceneMeshDep, request: Request):
-    """A mesh's triangles, three vertex indices each: JSON ``{"faces": [[a, b, c], ...]}``, or int32 F×3
-    with ``Accept: application/octet-stream``."""
+            responses={404: {"model": ErrorOut}})
+async def get_faces(scene_mesh: SceneMeshDep):
+    """A mesh's triangles, three vertex indices each: ``{"faces": [[a, b, c], ...]}`` (``GET
+    .../faces.bin`` gives them packed as int32)."""
     _, faces = mesh_arrays(scene_mesh.stored, scene_mesh.id)
-    return _rows_answer(faces, "faces", FACE_DTYPE, wants_binary(request))
+    return _rows_answer(faces, "faces", FACE_DTYPE, binary=False)
+
+
+@router.get("/scenes/{scene_id}/meshes/{mesh_id}/faces.bin", response_class=Response,
+            responses={**binary_answer(FACES_BINARY, summary="the triangles, packed"), 404: {"model": ErrorOut}})
+async def get_faces_binary(scene_mesh: SceneMeshDep):
+    """A mesh's triangles as packed int32 F×3, in its face order."""
+    _, faces = mesh_arrays(scene_mesh.stored, scene_mesh.id)
+    return _rows_answer(faces, "faces", FACE_DTYPE, binary=True)

@@ -1,5 +1,6 @@
-"""``/scenes/{id}/objects``: list a page, add (a file, an inline mesh, an instance, a shape), change
-one or a batch, remove; ``/scenes/{id}/meshes/{mesh}/vertices``: move a mesh's vertices.
+"""``/scenes/{id}/objects``: list a page, add (an inline mesh, an instance, a shape; a file at
+``/objects/upload``), change one or a batch (JSON; binary moves at ``/objects.bin``), remove;
+``/scenes/{id}/meshes/{mesh}/vertices``: move a mesh's vertices (JSON, or binary at ``vertices.bin``).
 
 Every change is durable before the answer (journaled, or for new meshes a
 whole checkpoint: ``service.store``), and queries see it whole or not at all.
@@ -14,10 +15,9 @@ from starlette.concurrency import run_in_threadpool
 
 import bvh
 
-from ..bodies import (JSON, MULTIPART, form_file, form_text, media_type, parse_json_body, read_form, require_json,
-                      unsupported_media)
+from ..bodies import (BINARY_SUFFIX, JSON, MULTIPART, OCTET_STREAM, UPLOAD_SUFFIX, form_file, form_text,
+                      parse_json_body, read_body, read_form, require_json, require_media)
 from ...queries import editing
-from ..bodies import OCTET_STREAM, read_body
 from ...queries.building import add_file_meshes, place_file_instances
 from ..deps import (BuildSlotsDep, SceneMeshDep, SceneObjectDep, SceneStoreDep, SettingsDep, StoredSceneDep,
                     find_scene, scene_in_memory)
@@ -96,60 +96,67 @@ def _mesh_addition(body: MeshObjectCreate):
     return prepare, change
 
 
-@router.post("/scenes/{scene_id}/objects", status_code=201, response_model=ObjectList,
-             responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
-                        422: {"model": ErrorOut}, **WRITE_REFUSALS,
-                        503: BUILDS_BUSY_RESPONSE},
-             openapi_extra=body_doc(ObjectCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["object"]))
-async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep, settings: SettingsDep,
-                      slots: BuildSlotsDep):
-    """Add objects: every node of an uploaded file (multipart ``file``, optional ``transform``),
-    an inline mesh (``vertices``, ``faces``), an instance of an existing mesh (``mesh``), or a
-    shape (``shape``). Answers with the new objects. At most ``PICK_MAX_CONCURRENT_BUILDS``
-    files and inline meshes are read and built at once; past that, a 503."""
+ADD_REFUSALS = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
+                422: {"model": ErrorOut}, **WRITE_REFUSALS, 503: BUILDS_BUSY_RESPONSE}
+
+
+@router.post("/scenes/{scene_id}/objects", status_code=201, response_model=ObjectList, responses=ADD_REFUSALS,
+             openapi_extra=body_doc(ObjectCreate, examples=EXAMPLES["object"]))
+async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep, slots: BuildSlotsDep):
+    """Add an object: an inline mesh (``vertices``, ``faces``), an instance of an existing mesh
+    (``mesh``), or a shape (``shape``); ``POST .../objects/upload`` adds a file's. Answers with
+    the new objects. At most ``PICK_MAX_CONCURRENT_BUILDS`` inline meshes and files are built at
+    once; past that, a 503."""
     scene_id = stored.id
-    media = media_type(request)
-    if media == MULTIPART:
-        form = await read_form(request)
-        try:
-            mesh_file = await read_upload(form_file(form))
-            transform_text = form_text(form, "transform")
-        finally:
-            await form.close()
-        transform = None
-        if transform_text:
-            try:
-                transform = np.asarray(MATRIX.validate_json(transform_text), np.float64)
-            except ValidationError as error:
-                raise ClientError(422, "form field transform: " + validation_error(error).detail) from None
-        mesh_ids: list[int] = []
-
-        def prepare(scene):
-            with client_errors(f"file {mesh_file.filename!r}: "):
-                mesh_ids.extend(add_file_meshes(scene, description))
-
-        def change(scene):
-            with client_errors(f"file {mesh_file.filename!r}: "):
-                return place_file_instances(scene, description, mesh_ids, transform)
-
-        # One slot for reading and building both.
-        with slots.slot():
-            description = await run_in_threadpool(describe, mesh_file, settings)
-            _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
-        # Rendered off the event loop: a file's objects may be hundreds of thousands.
-        return await run_in_threadpool(JSONBytes, {"objects": objects}, 201)
-    elif media == JSON:
-        body = await parse_json_body(OBJECT_CREATE, await request.body(), OBJECT_TAGS)
-        if not isinstance(body, MeshObjectCreate):
-            # No new mesh: a journal record, not a checkpoint.
-            return JSONBytes({"objects": await editing.add_objects(store, scene_id, [_placement(body)])},
-                             status_code=201)
-        prepare, change = _mesh_addition(body)
-    else:
-        raise unsupported_media(media, "application/json, or multipart/form-data with a 'file' part")
+    require_media(request, JSON, MULTIPART, UPLOAD_SUFFIX)
+    body = await parse_json_body(OBJECT_CREATE, await request.body(), OBJECT_TAGS)
+    if not isinstance(body, MeshObjectCreate):
+        # No new mesh: a journal record, not a checkpoint.
+        return JSONBytes({"objects": await editing.add_objects(store, scene_id, [_placement(body)])},
+                         status_code=201)
+    prepare, change = _mesh_addition(body)
     with slots.slot():
         _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
     return JSONBytes({"objects": objects}, status_code=201)
+
+
+@router.post("/scenes/{scene_id}/objects/upload", status_code=201, response_model=ObjectList,
+             responses=ADD_REFUSALS, openapi_extra=body_doc(multipart=UPLOAD_FORM))
+async def upload_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep, settings: SettingsDep,
+                         slots: BuildSlotsDep):
+    """Add every node of an uploaded file (multipart ``file``, optional ``transform``) as objects.
+    Answers with the new objects. At most ``PICK_MAX_CONCURRENT_BUILDS`` files and inline meshes
+    are read and built at once; past that, a 503."""
+    scene_id = stored.id
+    require_media(request, MULTIPART, JSON, UPLOAD_SUFFIX)
+    form = await read_form(request)
+    try:
+        mesh_file = await read_upload(form_file(form))
+        transform_text = form_text(form, "transform")
+    finally:
+        await form.close()
+    transform = None
+    if transform_text:
+        try:
+            transform = np.asarray(MATRIX.validate_json(transform_text), np.float64)
+        except ValidationError as error:
+            raise ClientError(422, "form field transform: " + validation_error(error).detail) from None
+    mesh_ids: list[int] = []
+
+    def prepare(scene):
+        with client_errors(f"file {mesh_file.filename!r}: "):
+            mesh_ids.extend(add_file_meshes(scene, description))
+
+    def change(scene):
+        with client_errors(f"file {mesh_file.filename!r}: "):
+            return place_file_instances(scene, description, mesh_ids, transform)
+
+    # One slot for reading and building both.
+    with slots.slot():
+        description = await run_in_threadpool(describe, mesh_file, settings)
+        _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
+    # Rendered off the event loop: a file's objects may be hundreds of thousands.
+    return await run_in_threadpool(JSONBytes, {"objects": objects}, 201)
 
 
 #: Objects a page of ``GET /scenes/{id}/objects`` lists when ``limit`` is left out.
@@ -231,36 +238,45 @@ async def delete_object(scene_object: SceneObjectDep, store: SceneStoreDep):
     return Response(status_code=204)
 
 
-@router.patch("/scenes/{scene_id}/objects", response_model=ObjectBatchResult,
-              responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
-                         422: {"model": ErrorOut}, **WRITE_REFUSALS},
-              openapi_extra=body_doc(ObjectBatch, binary=editing.BINARY_BATCH, examples=EXAMPLES["batch_update"]))
+BATCH_REFUSALS = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
+                  422: {"model": ErrorOut}, **WRITE_REFUSALS}
+
+
+@router.patch("/scenes/{scene_id}/objects", response_model=ObjectBatchResult, responses=BATCH_REFUSALS,
+              openapi_extra=body_doc(ObjectBatch, examples=EXAMPLES["batch_update"]))
 async def update_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep):
     """Change many objects at once, all or nothing: one edit, one journal record, one change for
-    queries. JSON: a list of ``{"id", "transform"?, "pickable"?, "mask"?, "name"?}``. Binary
-    (``application/octet-stream``): moves only, for animation-rate updates of thousands of objects.
+    queries. A list of ``{"id", "transform"?, "pickable"?, "mask"?, "name"?}``; ``PATCH
+    .../objects.bin`` takes moves packed, for animation-rate updates of thousands of objects.
     A refused entry (unknown id, singular matrix, an id twice) refuses the whole batch."""
-    media = media_type(request)
-    if media == JSON:
-        return JSONBytes(await editing.patch_objects(store, stored.id, await read_body(request)))
-    if media == OCTET_STREAM:
-        return JSONBytes(await editing.move_objects_binary(store, stored.id, await read_body(request)))
-    raise unsupported_media(media, "application/json, or application/octet-stream (binary moves)")
+    require_media(request, JSON, OCTET_STREAM, BINARY_SUFFIX)
+    return JSONBytes(await editing.patch_objects(store, stored.id, await read_body(request)))
 
 
-@router.put("/scenes/{scene_id}/meshes/{mesh_id}/vertices", response_model=VerticesResult,
-            responses={404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
-                       422: {"model": ErrorOut}, **WRITE_REFUSALS},
-            openapi_extra=body_doc(VerticesIn, binary=editing.BINARY_VERTICES, examples=EXAMPLES["vertices"]))
+@router.patch("/scenes/{scene_id}/objects.bin", response_model=ObjectBatchResult, responses=BATCH_REFUSALS,
+              openapi_extra=body_doc(binary=editing.BINARY_BATCH))
+async def move_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep):
+    """Move many objects at once from packed records (``application/octet-stream``), all or nothing,
+    as ``PATCH .../objects`` does; the answer's ``objects`` is null."""
+    require_media(request, OCTET_STREAM, JSON, BINARY_SUFFIX)
+    return JSONBytes(await editing.move_objects_binary(store, stored.id, await read_body(request)))
+
+
+@router.put("/scenes/{scene_id}/meshes/{mesh_id}/vertices", response_model=VerticesResult, responses=BATCH_REFUSALS,
+            openapi_extra=body_doc(VerticesIn, examples=EXAMPLES["vertices"]))
 async def replace_vertices(scene_mesh: SceneMeshDep, request: Request, store: SceneStoreDep):
     """Move a mesh's vertices (same count, same faces): its tree is refitted, every object that shows
-    it follows. JSON ``{"vertices": [[x, y, z], ...]}`` or binary float32 ``V×3``."""
-    media = media_type(request)
-    if media == JSON:
-        body = await parse_json_body(VerticesIn, await read_body(request))
-        vertices = np.asarray(body.vertices, np.float64).reshape(-1, 3)
-    elif media == OCTET_STREAM:
-        vertices = editing.binary_vertices(await read_body(request))
-    else:
-        raise unsupported_media(media, "application/json, or application/octet-stream (float32 V×3)")
+    it follows. JSON ``{"vertices": [[x, y, z], ...]}``; ``PUT .../vertices.bin`` takes them packed."""
+    require_media(request, JSON, OCTET_STREAM, BINARY_SUFFIX)
+    body = await parse_json_body(VerticesIn, await read_body(request))
+    vertices = np.asarray(body.vertices, np.float64).reshape(-1, 3)
+    return JSONBytes(await editing.replace_vertices(store, scene_mesh.stored.id, scene_mesh.id, vertices))
+
+
+@router.put("/scenes/{scene_id}/meshes/{mesh_id}/vertices.bin", response_model=VerticesResult,
+            responses=BATCH_REFUSALS, openapi_extra=body_doc(binary=editing.BINARY_VERTICES))
+async def replace_vertices_binary(scene_mesh: SceneMeshDep, request: Request, store: SceneStoreDep):
+    """:func:`replace_vertices` from packed float32 ``V×3`` (``application/octet-stream``)."""
+    require_media(request, OCTET_STREAM, JSON, BINARY_SUFFIX)
+    vertices = editing.binary_vertices(await read_body(request))
     return JSONBytes(await editing.replace_vertices(store, scene_mesh.stored.id, scene_mesh.id, vertices))

@@ -1,4 +1,4 @@
-"""``/scenes/{id}/pick``: one ray, a batch (JSON or binary), or camera pixels.
+"""``/scenes/{id}/pick``: one ray, a batch (JSON, or binary at ``/pick/batch.bin``), or camera pixels.
 
 A single ray is traced on the event loop: the serial kernel takes
 microseconds, less than handing it to a worker thread would. Batches larger
@@ -16,8 +16,9 @@ from .. import limits
 from ..bodies import JSON, parse_json, parse_json_body, parse_plain_ray, read_body, require_json
 from ..deps import SettingsDep, StoredSceneDep, count_rays, find_scene, scene_in_memory
 from ..direct_route import DirectRoute
-from ..dual_form import JSON_RAYS, RAYS, DistanceQuery, DualForm, FlagQuery, IdsQuery, MaskQuery, TmaxQuery, off_loop
-from ..openapi import EXAMPLES, QUERY_ERRORS, body_doc, dual_form_responses
+from ..dual_form import (AS_IN_JSON, JSON_RAYS, RAYS, DistanceQuery, DualForm, FlagQuery, IdsQuery, MaskQuery,
+                         TmaxQuery, off_loop)
+from ..openapi import EXAMPLES, JSON_FORM_ERRORS, QUERY_ERRORS, binary_form_responses, body_doc
 from ..responses import JSONBytes
 from ..schemas import (CAMERA_TAGS, AllHitsResult, BatchPickRequest, BatchPickResult, CameraPickRequest,
                        CameraPickResults, PickRequest, PickResult, RecordLayout)
@@ -33,7 +34,8 @@ CAMERA_PICK = TypeAdapter(CameraPickRequest)
 
 BINARY_BATCH = ("N rays of 24 bytes: ox, oy, oz, dx, dy, dz as little-endian float32. The answer is N "
                 "records of 32 bytes: float32 t (inf on a miss), int32 object (-1), int32 triangle (-1), "
-                "float32 u, float32 v, float32 nx, ny, nz. Options go in the query string. A segment or "
+                "float32 u, float32 v, float32 nx, ny, nz (44 with records=primitive). Options go in the query "
+                "string, each as the JSON form's body field of the same name. A segment or "
                 "point hit (line_tolerance, point_tolerance) reads as triangle -1 with u, v and the normal NaN.")
 
 QUERY_OPTIONS = ("tmin", "tmax", "cull_backfaces", "mask", "objects", "exclude", "alpha_test", "alpha_cutoff",
@@ -71,31 +73,38 @@ async def pick(request: Request):
                               body.cull_backfaces, body.all_hits))
 
 
-RECORDS_DOC = ("binary form only: `surface`, 32-byte records (float32 t, int32 object, int32 triangle, float32 u, "
-               "v, nx, ny, nz); `primitive`, 44-byte records, the same then int32 primitive (0 triangle, 1 shape, "
-               "2 segment, 3 point, -1 miss), int32 index (the segment's or the point's, else -1) and float32 s "
-               "(the segment's parameter at the hit, else NaN)")
+RECORDS_DOC = ("`surface`, 32-byte records (float32 t, int32 object, int32 triangle, float32 u, v, nx, ny, nz); "
+               "`primitive`, 44-byte records, the same then int32 primitive (0 triangle, 1 shape, 2 segment, "
+               "3 point, -1 miss), int32 index (the segment's or the point's, else -1) and float32 s (the "
+               "segment's parameter at the hit, else NaN)")
 
 
-@router.post("/scenes/{scene_id}/pick/batch", response_model=BatchPickResult,
-             responses=dual_form_responses("32-byte records, 44-byte with records=primitive"),
-             openapi_extra=body_doc(BatchPickRequest, binary=BINARY_BATCH, examples=EXAMPLES["batch"]))
-async def pick_batch(
+@router.post("/scenes/{scene_id}/pick/batch", response_model=BatchPickResult, responses=JSON_FORM_ERRORS,
+             openapi_extra=body_doc(BatchPickRequest, examples=EXAMPLES["batch"]))
+async def pick_batch(stored: StoredSceneDep, request: Request, settings: SettingsDep):
+    """Many rays at once, JSON ``origins`` and ``directions``, answered column by column
+    (``POST .../pick/batch.bin`` takes them packed)."""
+    received = await BATCH.read_json(request, settings)
+    return await received.answer(request, json_batch, stored, received.body)
+
+
+@router.post("/scenes/{scene_id}/pick/batch.bin", response_class=Response,
+             responses=binary_form_responses("N records of 32 bytes, 44 with records=primitive"),
+             openapi_extra=body_doc(binary=BINARY_BATCH))
+async def pick_batch_binary(
         stored: StoredSceneDep, request: Request, settings: SettingsDep,
         tmin: DistanceQuery = 0.0, tmax: TmaxQuery = None, cull_backfaces: FlagQuery = False,
         mask: MaskQuery = None, objects: IdsQuery = None, exclude: IdsQuery = None, alpha_test: FlagQuery = True,
-        alpha_cutoff: Annotated[float, Query(ge=0, le=1, allow_inf_nan=False, description="binary form only")] = 0.5,
+        alpha_cutoff: Annotated[float, Query(ge=0, le=1, allow_inf_nan=False, description=AS_IN_JSON)] = 0.5,
         line_tolerance: DistanceQuery = 0.0, point_tolerance: DistanceQuery = 0.0,
         records: Annotated[RecordLayout, Query(description=RECORDS_DOC)] = "surface"):
-    """Many rays at once: JSON ``origins`` and ``directions`` answered column by column, or
-    ``application/octet-stream`` rays answered as packed binary records."""
+    """Many rays at once as ``application/octet-stream`` (24 bytes each), answered as packed binary
+    records: the form for large batches (``POST .../pick/batch`` takes JSON)."""
     layout = RECORD_LAYOUTS[records]
-    received = await BATCH.read(request, settings, layout.itemsize)
-    if received.binary:
-        options = query_options(tmin, tmax, mask, objects, exclude, alpha_test, alpha_cutoff, line_tolerance,
-                                point_tolerance)
-        return await received.answer(request, binary_batch, stored, received.data, cull_backfaces, options, layout)
-    return await received.answer(request, json_batch, stored, received.body)
+    received = await BATCH.read_binary(request, settings, layout.itemsize)
+    options = query_options(tmin, tmax, mask, objects, exclude, alpha_test, alpha_cutoff, line_tolerance,
+                            point_tolerance)
+    return await received.answer(request, binary_batch, stored, received.data, cull_backfaces, options, layout)
 
 
 @router.post("/scenes/{scene_id}/pick/camera", response_model=CameraPickResults, responses=QUERY_ERRORS,

@@ -1,5 +1,5 @@
 """Proximity and shape queries: ``/scenes/{id}/closest``, ``/sphere-cast``,
-``/contains`` and ``/overlap``.
+``/contains`` (each also packed binary, at ``.bin``) and ``/overlap``.
 
 Same options, limits, errors and authentication as picks: the objects a
 query searches are chosen by ``mask``, ``objects`` and ``exclude``; a request
@@ -18,9 +18,9 @@ from starlette.concurrency import run_in_threadpool
 from .. import limits
 from ..bodies import JSON, parse_json_body, require_json
 from ..deps import SettingsDep, StoredSceneDep
-from ..dual_form import (JSON_POINTS, JSON_RAYS, POINTS, RAYS, DistanceQuery, DualForm, FlagQuery, IdsQuery,
-                         MaskQuery, TmaxQuery)
-from ..openapi import EXAMPLES, body_doc, dual_form_responses
+from ..dual_form import (AS_IN_JSON, JSON_POINTS, JSON_RAYS, POINTS, RAYS, DistanceQuery, DualForm, FlagQuery,
+                         IdsQuery, MaskQuery, TmaxQuery)
+from ..openapi import EXAMPLES, JSON_FORM_ERRORS, binary_form_responses, body_doc
 from ..schemas import (ClosestRequest, ClosestResult, ContainsRequest, ContainsResult, ErrorOut, OverlapRequest,
                        SelectResult, SphereCastRequest, SphereCastResult)
 from ...queries.picking import query_window
@@ -34,7 +34,8 @@ router = APIRouter(tags=["proximity"])
 BINARY_CLOSEST = ("N points of 12 bytes: x, y, z as little-endian float32. The answer is N records of 44 "
                   "bytes: float32 distance (inf when nothing lies within max_distance), int32 object (-1), "
                   "int32 triangle (-1 for a shape or nothing), float32 u, float32 v, float32 point x, y, z, "
-                  "float32 normal x, y, z (NaN for nothing). Options go in the query string.")
+                  "float32 normal x, y, z (NaN for nothing). Options go in the query string, each as the JSON "
+                  "form's body field of the same name.")
 
 #: How ``/closest`` reads its two forms.
 CLOSEST = DualForm(POINTS, ClosestRequest, "points", ("max_distance", "mask", "objects", "exclude"), "query",
@@ -42,31 +43,38 @@ CLOSEST = DualForm(POINTS, ClosestRequest, "points", ("max_distance", "mask", "o
                    ": send fewer points, or use the binary form (44 bytes per point)")
 
 
-@router.post("/scenes/{scene_id}/closest", response_model=ClosestResult,
-             responses=dual_form_responses("44-byte records"),
-             openapi_extra=body_doc(ClosestRequest, binary=BINARY_CLOSEST, examples=EXAMPLES["closest"]))
-async def closest(
+@router.post("/scenes/{scene_id}/closest", response_model=ClosestResult, responses=JSON_FORM_ERRORS,
+             openapi_extra=body_doc(ClosestRequest, examples=EXAMPLES["closest"]))
+async def closest(stored: StoredSceneDep, request: Request, settings: SettingsDep):
+    """The nearest surface point of the scene to each world point: its object, face,
+    barycentrics, distance and normal. JSON ``points`` are answered column by column
+    (``POST .../closest.bin`` takes them packed)."""
+    received = await CLOSEST.read_json(request, settings)
+    return await received.answer(request, json_closest, stored, received.body)
+
+
+@router.post("/scenes/{scene_id}/closest.bin", response_class=Response,
+             responses=binary_form_responses("N records of 44 bytes"), openapi_extra=body_doc(binary=BINARY_CLOSEST))
+async def closest_binary(
         stored: StoredSceneDep, request: Request, settings: SettingsDep,
         max_distance: Annotated[float | None, Query(ge=0, allow_inf_nan=False,
-                                                    description="binary form only; unbounded if absent")] = None,
+                                                    description=AS_IN_JSON + "; absent: unbounded")] = None,
         mask: MaskQuery = None, objects: IdsQuery = None, exclude: IdsQuery = None):
-    """The nearest surface point of the scene to each world point: its object, face,
-    barycentrics, distance and normal. JSON ``points`` are answered column by column,
-    ``application/octet-stream`` points as packed binary records."""
-    received = await CLOSEST.read(request, settings, CLOSEST_RECORD.itemsize)
-    if received.binary:
-        limit = math.inf if max_distance is None else max_distance
-        return await received.answer(request, binary_closest, stored, received.data, limit,
-                                     proximity_options(mask, objects, exclude))
-    return await received.answer(request, json_closest, stored, received.body)
+    """:func:`closest` for ``application/octet-stream`` points (12 bytes each), answered as packed
+    binary records."""
+    received = await CLOSEST.read_binary(request, settings, CLOSEST_RECORD.itemsize)
+    limit = math.inf if max_distance is None else max_distance
+    return await received.answer(request, binary_closest, stored, received.data, limit,
+                                 proximity_options(mask, objects, exclude))
 
 
 # ------------------------------------------------------------------ sphere casts
 
 BINARY_SPHERE_CAST = ("N rays of 24 bytes: ox, oy, oz, dx, dy, dz as little-endian float32; the radius and the "
-                      "other options go in the query string. The answer is N records of 44 bytes: float32 t (inf "
-                      "on a miss), int32 object (-1), int32 triangle (-1 for a shape or a miss), float32 u, v, "
-                      "float32 contact point x, y, z, float32 contact normal x, y, z.")
+                      "other options go in the query string, each as the JSON form's body field of the same "
+                      "name. The answer is N records of 44 bytes: float32 t (inf on a miss), int32 object (-1), "
+                      "int32 triangle (-1 for a shape or a miss), float32 u, v, float32 contact point x, y, z, "
+                      "float32 contact normal x, y, z.")
 
 #: How ``/sphere-cast`` reads its two forms.
 SPHERE_CAST = DualForm(RAYS, SphereCastRequest, "origins", ("radius", "tmin", "tmax", "mask", "objects", "exclude"),
@@ -74,33 +82,37 @@ SPHERE_CAST = DualForm(RAYS, SphereCastRequest, "origins", ("radius", "tmin", "t
                        ": send fewer rays, or use the binary form (44 bytes per ray)")
 
 
-@router.post("/scenes/{scene_id}/sphere-cast", response_model=SphereCastResult,
-             responses=dual_form_responses("44-byte records"),
-             openapi_extra=body_doc(SphereCastRequest, binary=BINARY_SPHERE_CAST, examples=EXAMPLES["sphere_cast"]))
-async def sphere_cast(
-        stored: StoredSceneDep, request: Request, settings: SettingsDep,
-        radius: Annotated[float | None, Query(ge=0, allow_inf_nan=False,
-                                              description="binary form only, and required there")] = None,
-        tmin: DistanceQuery = 0.0, tmax: TmaxQuery = None,
-        mask: MaskQuery = None, objects: IdsQuery = None, exclude: IdsQuery = None):
+@router.post("/scenes/{scene_id}/sphere-cast", response_model=SphereCastResult, responses=JSON_FORM_ERRORS,
+             openapi_extra=body_doc(SphereCastRequest, examples=EXAMPLES["sphere_cast"]))
+async def sphere_cast(stored: StoredSceneDep, request: Request, settings: SettingsDep):
     """The first contact of a sphere of ``radius`` swept along each ray: where its centre is
     (``t``), the point it touches and the contact normal. Radius 0 is a ray pick. JSON
-    ``origins``, ``directions`` are answered column by column, ``application/octet-stream``
-    rays as packed binary records."""
-    received = await SPHERE_CAST.read(request, settings, SPHERE_RECORD.itemsize,
-                                      binary_refusal=None if radius is not None else
-                                      "a binary sphere cast needs its radius in the query string: ?radius=0.5")
-    if received.binary:
-        return await received.answer(request, binary_sphere_cast, stored, received.data, radius,
-                                     query_window(tmin, tmax, mask, objects, exclude))
+    ``origins``, ``directions`` are answered column by column (``POST .../sphere-cast.bin``
+    takes them packed)."""
+    received = await SPHERE_CAST.read_json(request, settings)
     return await received.answer(request, json_sphere_cast, stored, received.body)
+
+
+@router.post("/scenes/{scene_id}/sphere-cast.bin", response_class=Response,
+             responses=binary_form_responses("N records of 44 bytes"),
+             openapi_extra=body_doc(binary=BINARY_SPHERE_CAST))
+async def sphere_cast_binary(
+        stored: StoredSceneDep, request: Request, settings: SettingsDep,
+        radius: Annotated[float, Query(ge=0, allow_inf_nan=False, description="the sphere's radius")],
+        tmin: DistanceQuery = 0.0, tmax: TmaxQuery = None,
+        mask: MaskQuery = None, objects: IdsQuery = None, exclude: IdsQuery = None):
+    """:func:`sphere_cast` for ``application/octet-stream`` rays (24 bytes each), answered as packed
+    binary records."""
+    received = await SPHERE_CAST.read_binary(request, settings, SPHERE_RECORD.itemsize)
+    return await received.answer(request, binary_sphere_cast, stored, received.data, radius,
+                                 query_window(tmin, tmax, mask, objects, exclude))
 
 
 # ------------------------------------------------------------------ containment
 
-BINARY_CONTAINS = ("N points of 12 bytes: x, y, z as little-endian float32; options go in the query string. The "
-                   "answer is N records of 8 bytes: int32 object (-1 outside every object), float32 signed "
-                   "distance (NaN unless ?signed_distance=true).")
+BINARY_CONTAINS = ("N points of 12 bytes: x, y, z as little-endian float32; options go in the query string, each "
+                   "as the JSON form's body field of the same name. The answer is N records of 8 bytes: int32 "
+                   "object (-1 outside every object), float32 signed distance (NaN unless ?signed_distance=true).")
 
 #: How ``/contains`` reads its two forms.
 CONTAINS = DualForm(POINTS, ContainsRequest, "points", ("signed_distance", "mask", "objects", "exclude"), "query",
@@ -108,21 +120,27 @@ CONTAINS = DualForm(POINTS, ContainsRequest, "points", ("signed_distance", "mask
                     ": send fewer points, or use the binary form (8 bytes per point)")
 
 
-@router.post("/scenes/{scene_id}/contains", response_model=ContainsResult,
-             responses=dual_form_responses("8-byte records", "JSON"),
-             openapi_extra=body_doc(ContainsRequest, binary=BINARY_CONTAINS, examples=EXAMPLES["contains"]))
-async def contains(
+@router.post("/scenes/{scene_id}/contains", response_model=ContainsResult, responses=JSON_FORM_ERRORS,
+             openapi_extra=body_doc(ContainsRequest, examples=EXAMPLES["contains"]))
+async def contains(stored: StoredSceneDep, request: Request, settings: SettingsDep):
+    """Whether each world point lies inside a closed object of the scene (by generalised
+    winding number), which object, and on request the signed distance to the nearest surface
+    (negative inside). ``POST .../contains.bin`` takes the points packed."""
+    received = await CONTAINS.read_json(request, settings)
+    return await received.answer(request, json_contains, stored, received.body)
+
+
+@router.post("/scenes/{scene_id}/contains.bin", response_class=Response,
+             responses=binary_form_responses("N records of 8 bytes"), openapi_extra=body_doc(binary=BINARY_CONTAINS))
+async def contains_binary(
         stored: StoredSceneDep, request: Request, settings: SettingsDep,
         signed_distance: FlagQuery = False,
         mask: MaskQuery = None, objects: IdsQuery = None, exclude: IdsQuery = None):
-    """Whether each world point lies inside a closed object of the scene (by generalised
-    winding number), which object, and on request the signed distance to the nearest surface
-    (negative inside)."""
-    received = await CONTAINS.read(request, settings, CONTAINS_RECORD.itemsize)
-    if received.binary:
-        return await received.answer(request, binary_contains, stored, received.data, signed_distance,
-                                     proximity_options(mask, objects, exclude))
-    return await received.answer(request, json_contains, stored, received.body)
+    """:func:`contains` for ``application/octet-stream`` points (12 bytes each), answered as packed
+    binary records."""
+    received = await CONTAINS.read_binary(request, settings, CONTAINS_RECORD.itemsize)
+    return await received.answer(request, binary_contains, stored, received.data, signed_distance,
+                                 proximity_options(mask, objects, exclude))
 
 
 # ------------------------------------------------------------------ overlap

@@ -19,6 +19,8 @@ from starlette.concurrency import run_in_threadpool
 from .. import limits
 from ..deps import SettingsDep, StoredSceneDep, count_rays
 from ..errors import ClientError, client_errors, refuse_unknown_query
+from ..openapi import binary_answer
+from ..responses import OCTET_STREAM, wants_octet_stream
 from ..schemas import MAX_OBJECT_ID, ErrorOut
 from ...queries.picking import ALL_BITS
 from ...queries.rendering import encode_png, frame_bounds, render
@@ -39,6 +41,7 @@ MAX_HIGHLIGHT = 100_000
 QUERY_PARAMETERS = frozenset({"position", "target", "up", "fov_y_deg", "width", "height", "highlight", "mask"})
 
 CAMERA_HEADER = "X-Camera"
+PNG = "image/png"
 
 
 def parse_vector(name: str, text: str) -> tuple[float, float, float]:
@@ -82,8 +85,11 @@ def _render_png(stored, view, mask: int, highlight: frozenset[int]) -> bytes:
 
 
 @router.get("/scenes/{scene_id}/render", response_class=Response,
-            responses={200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}},
-                             "description": f"the image; the camera used is in the {CAMERA_HEADER} header",
+            responses={200: {**binary_answer("the PNG's bytes", {PNG: {"schema": {"type": "string",
+                                                                                "format": "binary"}}},
+                                             f"the image (PNG; the same bytes as {OCTET_STREAM} when Accept asks "
+                                             f"for that before {PNG}); the camera used is in the {CAMERA_HEADER} "
+                                             f"header")[200],
                              "headers": {CAMERA_HEADER: {"schema": {"type": "string"},
                                                          "description": "the camera as the JSON fields of a "
                                                                         "/pick/camera body"}}},
@@ -122,5 +128,5 @@ async def render_scene(
         view.camera()
     count_rays(request, width * height)
     png = await run_in_threadpool(_render_png, stored, view, ALL_BITS if mask is None else mask, highlighted)
-    return Response(png, media_type="image/png",
+    return Response(png, media_type=OCTET_STREAM if wants_octet_stream(request, PNG) else PNG,
                     headers={CAMERA_HEADER: orjson.dumps(view.as_json()).decode(), "Cache-Control": "no-store"})

@@ -1,4 +1,4 @@
-"""``/scenes``: create from a file or inline meshes, list, read, delete."""
+"""``/scenes``: create from inline meshes (or a file, at ``/scenes/upload``), list, read, delete."""
 
 import time
 
@@ -7,7 +7,7 @@ from starlette.concurrency import run_in_threadpool
 
 import bvh
 
-from ..bodies import JSON, MULTIPART, form_file, form_text, media_type, parse_json_body, read_form, unsupported_media
+from ..bodies import JSON, MULTIPART, UPLOAD_SUFFIX, form_file, form_text, parse_json_body, read_form, require_media
 from ...queries.building import add_file_meshes, add_inline_meshes, place_file_instances, place_inline_meshes
 from ..deps import BuildSlotsDep, ReadyStoreDep, SettingsDep, StoredSceneDep
 from ..errors import ClientError, client_errors
@@ -60,31 +60,39 @@ def _scene_answer(stored, settings: Settings, status_code: int = 200) -> Respons
     return JSONBytes(scene_json(stored, settings.inline_objects), status_code=status_code)
 
 
-@router.post("/scenes", status_code=201, response_model=SceneOut,
-             responses={413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}, **DISK_FULL,
-                        503: BUILDS_BUSY_RESPONSE},
-             openapi_extra=body_doc(SceneCreate, multipart=UPLOAD_FORM, examples=EXAMPLES["scene"]))
+CREATE_REFUSALS = {413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"model": ErrorOut}, **DISK_FULL,
+                   503: BUILDS_BUSY_RESPONSE}
+
+
+@router.post("/scenes", status_code=201, response_model=SceneOut, responses=CREATE_REFUSALS,
+             openapi_extra=body_doc(SceneCreate, examples=EXAMPLES["scene"]))
 async def create_scene(request: Request, store: ReadyStoreDep, settings: SettingsDep, slots: BuildSlotsDep):
-    """Create a scene from an uploaded file (multipart ``file``, optional ``name``) or from
-    inline meshes (JSON). The scene is saved before the answer, which is ``GET /scenes/{id}``'s
-    (its first ``PICK_INLINE_OBJECTS`` objects). At most ``PICK_MAX_CONCURRENT_BUILDS`` uploads are
-    read and built at once; past that, a 503."""
-    media = media_type(request)
-    if media == MULTIPART:
-        form = await read_form(request)
-        try:
-            mesh_file = await read_upload(form_file(form))
-            name = _check_name(form_text(form, "name")) or upload_stem(mesh_file.filename) or None
-        finally:
-            await form.close()
-        with slots.slot():
-            stored = await run_in_threadpool(_create_from_file, store, mesh_file, name, settings)
-    elif media == JSON:
-        body = await parse_json_body(SceneCreate, await request.body())
-        with slots.slot():
-            stored = await run_in_threadpool(_create_from_meshes, store, body)
-    else:
-        raise unsupported_media(media, "multipart/form-data with a 'file' part, or application/json")
+    """Create a scene from inline meshes (``POST /scenes/upload`` makes one from a file). The scene
+    is saved before the answer, which is ``GET /scenes/{id}``'s (its first ``PICK_INLINE_OBJECTS``
+    objects). At most ``PICK_MAX_CONCURRENT_BUILDS`` scenes are built at once; past that, a 503."""
+    require_media(request, JSON, MULTIPART, UPLOAD_SUFFIX)
+    body = await parse_json_body(SceneCreate, await request.body())
+    with slots.slot():
+        stored = await run_in_threadpool(_create_from_meshes, store, body)
+    return await run_in_threadpool(_scene_answer, stored, settings, 201)
+
+
+@router.post("/scenes/upload", status_code=201, response_model=SceneOut, responses=CREATE_REFUSALS,
+             openapi_extra=body_doc(multipart=UPLOAD_FORM))
+async def upload_scene(request: Request, store: ReadyStoreDep, settings: SettingsDep, slots: BuildSlotsDep):
+    """Create a scene from an uploaded file (multipart ``file``, optional ``name``). The scene is
+    saved before the answer, which is ``GET /scenes/{id}``'s (its first ``PICK_INLINE_OBJECTS``
+    objects). At most ``PICK_MAX_CONCURRENT_BUILDS`` uploads are read and built at once; past
+    that, a 503."""
+    require_media(request, MULTIPART, JSON, UPLOAD_SUFFIX)
+    form = await read_form(request)
+    try:
+        mesh_file = await read_upload(form_file(form))
+        name = _check_name(form_text(form, "name")) or upload_stem(mesh_file.filename) or None
+    finally:
+        await form.close()
+    with slots.slot():
+        stored = await run_in_threadpool(_create_from_file, store, mesh_file, name, settings)
     return await run_in_threadpool(_scene_answer, stored, settings, 201)
 
 
