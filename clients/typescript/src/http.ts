@@ -49,6 +49,11 @@ export function newKey(): string {
   return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
+/** A path of the OpenAPI document (checked by the compiler) with its `{parameters}` filled in. */
+export function pathOf(template: keyof paths, values: Record<string, string | number>): string {
+  return template.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(values[name])));
+}
+
 /** Query options of a `.bin` operation: arrays repeat the parameter (`objects=1&objects=2`), undefined ones are left out. */
 export type BinaryQuery = Record<string, number | boolean | string | readonly number[] | null | undefined>;
 
@@ -171,7 +176,7 @@ export class PickClient {
     const form = new FormData();
     form.append("file", file, filename);
     if (name !== undefined) form.append("name", name);
-    return (await this.raw("POST", "/scenes/upload", { body: form })).json() as Promise<Schemas["SceneOut"]>;
+    return (await this.raw("POST", pathOf("/scenes/upload", {}), { body: form })).json() as Promise<Schemas["SceneOut"]>;
   }
 
   async deleteScene(sceneId: string): Promise<void> {
@@ -180,7 +185,7 @@ export class PickClient {
 
   /** The whole scene as a GLB (binary glTF): meshes once, objects as nodes whose `extras.bvh_pick.id` is the object's id. */
   async exportGlb(sceneId: string): Promise<ArrayBuffer> {
-    return (await this.raw("GET", `/scenes/${encodeURIComponent(sceneId)}/export.glb`)).arrayBuffer();
+    return (await this.raw("GET", pathOf("/scenes/{scene_id}/export.glb", { scene_id: sceneId }))).arrayBuffer();
   }
 
   // ------------------------------------------------------------ objects
@@ -222,7 +227,7 @@ export class PickClient {
    * @param rows N×12 float32: each object's first three matrix rows (object to world)
    */
   async moveObjects(sceneId: string, ids: ArrayLike<number>, rows: Float32Array): Promise<Schemas["ObjectBatchResult"]> {
-    const response = await this.raw("PATCH", `/scenes/${encodeURIComponent(sceneId)}/objects.bin`, {
+    const response = await this.raw("PATCH", pathOf("/scenes/{scene_id}/objects.bin", { scene_id: sceneId }), {
       body: packMoves(ids, rows), contentType: "application/octet-stream",
     });
     return response.json() as Promise<Schemas["ObjectBatchResult"]>;
@@ -243,20 +248,20 @@ export class PickClient {
   // ------------------------------------------------------------ meshes
   /** A mesh's vertices in its own coordinates, V×3 float32 (`GET .../vertices.bin`). */
   async vertices(sceneId: string, meshId: number): Promise<Float32Array> {
-    const data = await (await this.raw("GET", meshPath(sceneId, meshId, "vertices.bin"))).arrayBuffer();
+    const data = await (await this.raw("GET", pathOf("/scenes/{scene_id}/meshes/{mesh_id}/vertices.bin", { scene_id: sceneId, mesh_id: meshId }))).arrayBuffer();
     return new Float32Array(littleEndianCopy(data, "f32"));
   }
 
   /** A mesh's faces, F×3 int32 vertex indices (`GET .../faces.bin`). */
   async faces(sceneId: string, meshId: number): Promise<Int32Array> {
-    const data = await (await this.raw("GET", meshPath(sceneId, meshId, "faces.bin"))).arrayBuffer();
+    const data = await (await this.raw("GET", pathOf("/scenes/{scene_id}/meshes/{mesh_id}/faces.bin", { scene_id: sceneId, mesh_id: meshId }))).arrayBuffer();
     return new Int32Array(littleEndianCopy(data, "i32"));
   }
 
   /** Replace every vertex of a mesh (V×3 float32, its own coordinates): its instances move with it. */
   async replaceVertices(sceneId: string, meshId: number, vertices: Float32Array): Promise<Schemas["VerticesResult"]> {
     rowsOf(vertices, 3, "vertices");
-    const response = await this.raw("PUT", meshPath(sceneId, meshId, "vertices.bin"), {
+    const response = await this.raw("PUT", pathOf("/scenes/{scene_id}/meshes/{mesh_id}/vertices.bin", { scene_id: sceneId, mesh_id: meshId }), {
       body: littleEndian(vertices), contentType: "application/octet-stream",
     });
     return response.json() as Promise<Schemas["VerticesResult"]>;
@@ -274,14 +279,15 @@ export class PickClient {
    * @param rays N×6 float32: ox, oy, oz, dx, dy, dz per ray
    */
   async pickBatch(sceneId: string, rays: Float32Array, options: BatchOptions = {}): Promise<PickRecords> {
-    const data = await this.binaryQuery(sceneId, "pick/batch.bin", rays, 6, "rays", options);
+    const data = await this.binaryQuery(sceneId, "/scenes/{scene_id}/pick/batch.bin", rays, 6, "rays", options);
     return readPickRecords(data);
   }
 
   /** Many rays, binary, with what each hit (`records=primitive`: triangle, shape, segment or point). */
   async pickBatchPrimitives(sceneId: string, rays: Float32Array, options: BatchOptions = {}):
       Promise<PrimitivePickRecords> {
-    const data = await this.binaryQuery(sceneId, "pick/batch.bin", rays, 6, "rays", { ...options, records: "primitive" });
+    const data = await this.binaryQuery(sceneId, "/scenes/{scene_id}/pick/batch.bin", rays, 6, "rays",
+                                        { ...options, records: "primitive" });
     return readPrimitivePickRecords(data);
   }
 
@@ -292,7 +298,7 @@ export class PickClient {
    */
   async closest(sceneId: string, points: Float32Array, options: FilterOptions & { max_distance?: number } = {}):
       Promise<ClosestRecords> {
-    return readClosestRecords(await this.binaryQuery(sceneId, "closest.bin", points, 3, "points", options));
+    return readClosestRecords(await this.binaryQuery(sceneId, "/scenes/{scene_id}/closest.bin", points, 3, "points", options));
   }
 
   /**
@@ -302,7 +308,7 @@ export class PickClient {
    */
   async sphereCast(sceneId: string, rays: Float32Array,
                    options: FilterOptions & { radius: number; tmin?: number; tmax?: number }): Promise<SphereCastRecords> {
-    return readSphereCastRecords(await this.binaryQuery(sceneId, "sphere-cast.bin", rays, 6, "rays", options));
+    return readSphereCastRecords(await this.binaryQuery(sceneId, "/scenes/{scene_id}/sphere-cast.bin", rays, 6, "rays", options));
   }
 
   /**
@@ -312,13 +318,13 @@ export class PickClient {
    */
   async contains(sceneId: string, points: Float32Array, options: FilterOptions & { signed_distance?: boolean } = {}):
       Promise<ContainsRecords> {
-    return readContainsRecords(await this.binaryQuery(sceneId, "contains.bin", points, 3, "points", options));
+    return readContainsRecords(await this.binaryQuery(sceneId, "/scenes/{scene_id}/contains.bin", points, 3, "points", options));
   }
 
-  private async binaryQuery(sceneId: string, operation: string, values: Float32Array, width: number, what: string,
+  private async binaryQuery(sceneId: string, operation: keyof paths, values: Float32Array, width: number, what: string,
                             options: BinaryQuery): Promise<ArrayBuffer> {
     rowsOf(values, width, what);
-    const path = `/scenes/${encodeURIComponent(sceneId)}/${operation}${queryString(options)}`;
+    const path = pathOf(operation, { scene_id: sceneId }) + queryString(options);
     const response = await this.raw("POST", path, {
       body: littleEndian(values), contentType: "application/octet-stream", accept: "application/octet-stream",
     });
@@ -328,10 +334,6 @@ export class PickClient {
 
 /** Bytes per ray and per point, for callers sizing their buffers. */
 export { POINT_BYTES, RAY_BYTES };
-
-function meshPath(sceneId: string, meshId: number, leaf: string): string {
-  return `/scenes/${encodeURIComponent(sceneId)}/meshes/${meshId}/${leaf}`;
-}
 
 /** Little-endian 4-byte numbers of `data` in this machine's order (a copy only on a big-endian machine). */
 function littleEndianCopy(data: ArrayBuffer, kind: "f32" | "i32"): ArrayBuffer {

@@ -1,6 +1,7 @@
 /** The live channel's client against the live service: the table, picks, edits, batches, reconnect, resync. */
 
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 
 import WebSocket from "ws";
@@ -9,13 +10,30 @@ import { LiveClosed, LiveScene, type LiveSocket, type OpenSocket, type Schemas }
 import { BASE_URL, client, INLINE_OBJECTS, objectsById, SQUARE, squares, TOKEN, translation } from "./support.js";
 
 /** ws sockets, kept so that a test can drop or stall them. */
-function keptSockets(sockets: WebSocket[], authMessage = false): OpenSocket {
+function keptSockets(sockets: WebSocket[], authMessage = false, options: WebSocket.ClientOptions = {}): OpenSocket {
   return (url, token) => {
     const headers: Record<string, string> = authMessage || token === undefined ? {} : { Authorization: `Bearer ${token}` };
-    const socket = new WebSocket(url, { headers });
+    const socket = new WebSocket(url, { ...options, headers });
     sockets.push(socket);
     return { socket: socket as unknown as LiveSocket, authMessage };
   };
+}
+
+/**
+ * Edits of `eventBytes` each that overflow a client that stopped reading: enough to fill the most
+ * the server's socket may buffer (tcp_wmem's maximum) and the stalled receiver's window (it does
+ * not grow while nothing is read: tcp_rmem's default), then 12 more to pile up on the server.
+ */
+function stallSteps(eventBytes: number): number {
+  const most = (path: string, field: number, fallback: number) => {
+    try {
+      return Number(readFileSync(path, "utf8").trim().split(/\s+/)[field]);
+    } catch {
+      return fallback;
+    }
+  };
+  const buffered = most("/proc/sys/net/ipv4/tcp_wmem", 2, 4 << 20) + most("/proc/sys/net/ipv4/tcp_rmem", 1, 1 << 17);
+  return Math.ceil(buffered / eventBytes) + 12;
 }
 
 function sameTable(live: LiveScene, expected: Map<number, Schemas["ObjectOut"]>): void {
@@ -103,25 +121,30 @@ describe("live channel", () => {
   });
 
   test("a client stalled past PICK_LIVE_QUEUE is sent a resync and ends with the scene's table", async () => {
-    // 600 objects, each edit moves them all: the stalled socket's buffers fill, then its events pile up.
-    const many = await client.createScene({ name: "resync", meshes: Array.from({ length: 600 }, (_, i) => ({
-      ...SQUARE, name: `square ${i} ${"x".repeat(200)}`, transform: translation(2 * i, 0, 0),
+    // Every edit moves all 1,500 objects: the stalled socket's buffers fill, then more than
+    // PICK_LIVE_QUEUE (8) events pile up for it on the server.
+    const count = 1500;
+    const many = await client.createScene({ name: "resync", meshes: Array.from({ length: count }, (_, i) => ({
+      ...SQUARE, name: `square ${i}`, transform: translation(2 * i, 0, 0),
     })) });
+    const eventBytes = JSON.stringify([...(await objectsById(many.id)).values()]).length;
     const sockets: WebSocket[] = [];
-    const stalled = new LiveScene({ baseUrl: BASE_URL, sceneId: many.id, token: TOKEN, openSocket: keptSockets(sockets) });
+    const stalled = new LiveScene({ baseUrl: BASE_URL, sceneId: many.id, token: TOKEN,
+                                    openSocket: keptSockets(sockets, false, { perMessageDeflate: false }) });
     opened.push(stalled);
     await stalled.ready;
     sockets[0]!.pause();
-    const ids = Array.from({ length: 600 }, (_, i) => i);
-    for (let step = 1; step <= 60; step++) {
+    const ids = Array.from({ length: count }, (_, i) => i);
+    for (let step = 1; step <= stallSteps(eventBytes); step++) {
       const rows = new Float32Array(ids.flatMap((i) => [1, 0, 0, 2 * i, 0, 1, 0, step, 0, 0, 1, 0]));
       await client.moveObjects(many.id, ids, rows);
     }
-    sockets[0]!.resume();
     const final = await objectsById(many.id);
     const version = (await client.listObjects(many.id)).version;
+    sockets[0]!.resume();
     await stalled.until((it) => it.resyncs > 0 && it.complete && it.version === version, 30_000);
     assert.equal(stalled.resyncs, 1);
+    assert.equal(stalled.connects, 1, "resynced on the same connection");
     sameTable(stalled, final);
   });
 
