@@ -17,7 +17,7 @@ import re
 import pytest
 
 from testkit import node
-from testkit.servers import free_port, start_server
+from testkit.servers import free_port, start_server, stop
 
 pytestmark = pytest.mark.skipif(node.missing_node() is not None, reason=node.missing_node() or "")
 
@@ -34,8 +34,7 @@ def service(tmp_path_factory):
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        stop(process)
 
 
 def test_the_typescript_client_suite_passes_against_a_live_service(service):
