@@ -35,6 +35,7 @@ from .api.routes.export import EXPOSED_HEADERS as EXPORT_HEADERS
 from .api.routes.idbuffer import EXPOSED_HEADERS as IDBUFFER_HEADERS
 from .api.routes.render import CAMERA_HEADER
 from .settings import Settings, get_settings
+from .store.idempotency import KeyPolicy
 from .store.store import SceneStore
 
 log = logging.getLogger("service")
@@ -156,7 +157,8 @@ def make_store(settings: Settings) -> SceneStore:
         backend = ObjectStoreBackend(ObjectStore(settings.store, timeout=settings.store_timeout_seconds),
                                      settings.data_dir, poll_seconds=settings.store_poll_seconds)
     return SceneStore(backend, checkpoint_records=settings.checkpoint_records,
-                      checkpoint_seconds=settings.checkpoint_seconds)
+                      checkpoint_seconds=settings.checkpoint_seconds,
+                      key_policy=KeyPolicy(settings.idempotency_retention_s, settings.idempotency_keys))
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

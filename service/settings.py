@@ -125,6 +125,12 @@ class Settings(BaseSettings):
         is written in the background once a worker has journaled this many
         of its edits, or the oldest of them is this many seconds old. Fewer
         records replay faster after a crash; more cost less disk writing.
+    idempotency_retention_s, idempotency_keys : float, int
+        A write sent with an ``Idempotency-Key`` header (or a live edit with
+        a string ``id``) is recorded with its key, and a repeat within this
+        many seconds is answered with the first answer instead of being
+        applied again (``service.api.idempotency``); each scene remembers at
+        most this many keys (and 16 MB of their answers), the oldest going first.
     live_queue : int
         Change events a client of the live channel (``/scenes/{id}/live``)
         may have waiting while it reads too slowly (past 16 they are
@@ -172,6 +178,8 @@ class Settings(BaseSettings):
     sample_scenes: bool = False
     checkpoint_records: int = Field(10_000, ge=1)
     checkpoint_seconds: float = Field(30.0, gt=0)
+    idempotency_retention_s: float = Field(24 * 3600.0, gt=0)
+    idempotency_keys: int = Field(10_000, ge=1)
     live_queue: int = Field(1024, ge=1)
     live_event_ms: float = Field(16.0, ge=0, le=1000)
 

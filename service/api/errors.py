@@ -46,6 +46,24 @@ class ClientError(HTTPException):
         super().__init__(status_code=status_code, detail=detail, headers=headers)
 
 
+#: The header on the answer to a repeated write (``service.api.idempotency``).
+REPLAYED_HEADER = "Idempotent-Replayed"
+
+
+class ReplayedAnswer(ClientError):
+    """The first answer of a write repeated under its idempotency key (``service.api.idempotency``):
+    sent as it was, plus ``Idempotent-Replayed: true``."""
+
+    def __init__(self, status_code: int, body: bytes):
+        super().__init__(status_code, "replayed", headers={REPLAYED_HEADER: "true"})
+        self.body = body
+
+    def response(self) -> Response:
+        if self.status_code == 204:
+            return Response(status_code=204, headers=self.headers)
+        return Response(self.body, status_code=self.status_code, headers=self.headers, media_type="application/json")
+
+
 #: Seconds a client is told to wait (``Retry-After``) after a 503 of the object store.
 STORE_RETRY_AFTER = 2
 
@@ -242,6 +260,8 @@ def method_not_allowed(request: Request) -> Response:
 
 
 async def http_error(request: Request, error: StarletteHTTPException):
+    if isinstance(error, ReplayedAnswer):
+        return error.response()
     if error.status_code == 405:
         return method_not_allowed(request)
     detail = error.detail

@@ -27,6 +27,8 @@ from starlette.websockets import WebSocketDisconnect, WebSocketDisconnected
 
 from ..api.bodies import INLINE_PARSE_BYTES, parse_json, parse_json_body, plain_ray
 from ..api.deps import find_scene, scene_in_memory
+from ..api.errors import ReplayedAnswer
+from ..api.idempotency import live_edit_key
 from ..api.dual_form import RAYS, off_loop
 from ..api.errors import ClientError
 from ..api.middleware import KEY_CHECKED
@@ -96,7 +98,10 @@ request's `id` (any JSON scalar, optional, null when absent):
   cull_backfaces, mask, objects, exclude, alpha_test, alpha_cutoff, all_hits>}}` → `{{"type": "pick", "id": ...,
   "result": <exactly what POST /scenes/{{id}}/pick answers>}}`
 - `{{"type": "edit", "id": ..., "objects": [<entries of the PATCH /scenes/{{id}}/objects body>]}}` →
-  `{{"type": "edit", "id": ..., "result": <what that PATCH answers: {{"version", "count", "objects"}}>}}`
+  `{{"type": "edit", "id": ..., "result": <what that PATCH answers: {{"version", "count", "objects"}}>}}`;
+  a string `id` is also the edit's idempotency key, as that PATCH's `Idempotency-Key` header: the same edit
+  sent again with it (on this connection or another, after a reconnect) is applied once, and answered with
+  the first answer
 - `{{"type": "batch_options", "id": ..., <tmin, tmax, cull_backfaces, mask, objects, exclude, alpha_test,
   alpha_cutoff, line_tolerance, point_tolerance, records>}}` → `{{"type": "batch_options", "id": ...,
   "result": <the options now in force>}}`: the options of the binary batches that follow on this connection
@@ -416,7 +421,11 @@ class LiveSession:
         if "objects" not in data:
             raise ClientError(422, "objects: Field required")
         await self.scene()
-        result = await patch_objects(self.store, self.scene_id, data["objects"])
+        try:
+            result = await patch_objects(self.store, self.scene_id, data["objects"], live_edit_key(ident))
+        except ReplayedAnswer as replayed:
+            # The first answer, as it was sent then.
+            result = orjson.loads(replayed.body)
         return _dumps({"type": "edit", "id": ident, "result": result})
 
     async def on_binary(self, data: bytes, request: dict) -> bytes:

@@ -12,8 +12,10 @@ from pydantic import TypeAdapter, ValidationError
 from ..store import edits
 from ..api.bodies import parse_json
 from ..api.errors import ClientError, client_errors, validation_error
+from ..api.idempotency import once
 from ..api.schemas import ObjectBatch
 from .results import object_json
+from ..store.idempotency import KeyedWrite, RequestKey
 from ..store.store import SceneNotFound, SceneStore
 
 OBJECT_BATCH = TypeAdapter(ObjectBatch)
@@ -43,11 +45,18 @@ def binary_vertices(body: bytes) -> np.ndarray:
     return vertices
 
 
-async def _recorded(store: SceneStore, scene_id: str, record):
-    """``store.record_soon`` with the library's refusals as 422/404 and an unknown scene as 404."""
+def _keyed(key: RequestKey | None, status: int, answer=None) -> KeyedWrite | None:
+    """What the store records with a keyed edit: its status and how its answer is made
+    (``answer(change, view)``: the body, as the caller makes it after)."""
+    return None if key is None else KeyedWrite(key, status, answer)
+
+
+async def _recorded(store: SceneStore, scene_id: str, record, keyed: KeyedWrite | None = None):
+    """``store.record_soon`` with the library's refusals as 422/404 and an unknown scene as 404;
+    a repeat of a keyed edit raises its first answer (``service.api.idempotency.once``)."""
     try:
         with client_errors():
-            return await store.record_soon(scene_id, record)
+            return await once(store.record_soon(scene_id, record, keyed))
     except SceneNotFound as error:
         raise ClientError(404, str(error.args[0])) from None
 
@@ -80,8 +89,9 @@ def _answer(view, change, ids: list[int] | None) -> dict:
     return {"version": view.version, "count": len(change.objects), "objects": objects}
 
 
-async def patch_objects(store: SceneStore, scene_id: str, entries: list) -> dict:
+async def patch_objects(store: SceneStore, scene_id: str, entries: list, key: RequestKey | None = None) -> dict:
     """Apply a JSON batch (a parsed list of dicts, or the raw body as bytes), all or nothing.
+    ``key``: its idempotency key (a repeat raises ``ReplayedAnswer``), as for every function here.
 
     Returns
     -------
@@ -104,7 +114,8 @@ async def patch_objects(store: SceneStore, scene_id: str, entries: list) -> dict
         except ValidationError as error:
             raise validation_error(error) from None
     record, ids = batch_record(parsed)
-    _, change, view = await _recorded(store, scene_id, record)
+    _, change, view = await _recorded(store, scene_id, record,
+                                      _keyed(key, 200, lambda change, view: _answer(view, change, ids)))
     return _answer(view, change, ids)
 
 
@@ -127,36 +138,51 @@ def binary_record(body: bytes) -> edits.Record:
     return edits.objects_record(ids, rows, [])
 
 
-async def move_objects_binary(store: SceneStore, scene_id: str, body: bytes) -> dict:
+async def move_objects_binary(store: SceneStore, scene_id: str, body: bytes, key: RequestKey | None = None) -> dict:
     """Apply a binary batch of moves, all or nothing; answers without the objects."""
     record = binary_record(body)
-    _, change, view = await _recorded(store, scene_id, record)
+    _, change, view = await _recorded(store, scene_id, record,
+                                      _keyed(key, 200, lambda change, view: _answer(view, change, None)))
     return _answer(view, change, None)
 
 
-async def single_update(store: SceneStore, scene_id: str, object_id: int, body) -> dict:
+async def single_update(store: SceneStore, scene_id: str, object_id: int, body,
+                        key: RequestKey | None = None) -> dict:
     """``PATCH /scenes/{id}/objects/{oid}``: the object as it is after the edit."""
     given = body.model_fields_set
     transform = [body.transform] if "transform" in given else []
     fields = {name: getattr(body, name) for name in ("pickable", "mask", "name") if name in given}
     record = edits.objects_record([object_id] * len(transform), np.array(transform, np.float64).reshape(-1, 4, 4),
                                   [{"id": object_id, **fields}] if fields else [])
-    _, _, view = await _recorded(store, scene_id, record)
+    _, _, view = await _recorded(store, scene_id, record,
+                                 _keyed(key, 200, lambda change, view: object_json(view.objects[object_id])))
     return object_json(view.objects[object_id])
 
 
-async def remove_object(store: SceneStore, scene_id: str, object_id: int) -> None:
-    await _recorded(store, scene_id, edits.remove_record([object_id]))
+async def remove_object(store: SceneStore, scene_id: str, object_id: int, key: RequestKey | None = None) -> None:
+    await _recorded(store, scene_id, edits.remove_record([object_id]), _keyed(key, 204))
 
 
-async def add_objects(store: SceneStore, scene_id: str, objects: list[dict]) -> list[dict]:
-    """Add instances of existing meshes and shapes (``service.store.edits`` ``add`` entries)."""
-    _, change, view = await _recorded(store, scene_id, edits.add_record(objects))
+async def add_objects(store: SceneStore, scene_id: str, objects: list[dict],
+                      key: RequestKey | None = None) -> list[dict]:
+    """Add instances of existing meshes and shapes (``service.store.edits`` ``add`` entries);
+    the route answers ``{"objects": <these>}``, which is what a keyed one records."""
+    _, change, view = await _recorded(
+        store, scene_id, edits.add_record(objects),
+        _keyed(key, 201, lambda change, view: {"objects": view.objects.json(change.objects)}))
     return view.objects.json(change.objects)
 
 
-async def replace_vertices(store: SceneStore, scene_id: str, mesh_id: int, vertices: np.ndarray) -> dict:
+def _vertices_answer(mesh_id: int, count: int):
+    def answer(change, view) -> dict:
+        return {"version": view.version, "mesh": mesh_id, "vertices": count, "objects": list(change.objects)}
+    return answer
+
+
+async def replace_vertices(store: SceneStore, scene_id: str, mesh_id: int, vertices: np.ndarray,
+                           key: RequestKey | None = None) -> dict:
     """``PUT /scenes/{id}/meshes/{mesh}/vertices``."""
-    _, change, view = await _recorded(store, scene_id, edits.vertices_record(mesh_id, vertices))
-    return {"version": view.version, "mesh": mesh_id, "vertices": int(vertices.shape[0]),
-            "objects": list(change.objects)}
+    answer = _vertices_answer(mesh_id, int(vertices.shape[0]))
+    _, change, view = await _recorded(store, scene_id, edits.vertices_record(mesh_id, vertices),
+                                      _keyed(key, 200, answer))
+    return answer(change, view)

@@ -25,6 +25,7 @@ import bvh
 from . import edits, journal
 from .errors import SceneDamaged, SceneNotFound
 from .events import ChangeEvents
+from .idempotency import CREATED_FIELD, KeyPolicy, KeyTable
 from .integrity import CheckpointVerifier, count_records_after, read_journal, scan_journal
 from .journal import JOURNAL_FILE, Record
 from .scenes import (JOURNAL_SEQ, MANIFEST, SCENE_DIR, SCENE_ID, SERVICE_FILE, StoredScene, build_snapshot,
@@ -48,8 +49,10 @@ class SceneCache:
         Where followed edits are announced.
     """
 
-    def __init__(self, backend, events: ChangeEvents):
+    def __init__(self, backend, events: ChangeEvents, key_policy: KeyPolicy | None = None):
         self.backend = backend
+        #: How long and how many idempotency keys each scene remembers.
+        self.key_policy = key_policy or KeyPolicy()
         self.events = events
         self.directory = backend.directory
         #: The scenes in memory (read it; change it through :meth:`replace` and :meth:`drop`).
@@ -115,7 +118,11 @@ class SceneCache:
         stored = StoredScene(id=scene_id, name=metadata.get("name"), created=str(metadata.get("created", "")),
                              build_ms=float(metadata.get("build_ms", 0.0)), scene=scene, directory=directory,
                              seq=checkpoint, checkpoint_seq=checkpoint, journal_id=scan.journal_id,
-                             damage=scan.damage)
+                             damage=scan.damage, keys=KeyTable(self.key_policy),
+                             origin=metadata.get(CREATED_FIELD))
+        # Every record's key, those the checkpoint holds too: a retry of any of them is a repeat.
+        stored.keys.learn_annotation(scene.annotations)
+        stored.keys.learn(scan.records)
         replayed = self._replay(stored, scan.records[1:])
         if scan.damage is not None:
             # Read-only from now on; its whole file counts as followed, so that
@@ -302,6 +309,7 @@ class SceneCache:
         fresh = [record for record in records if record.kind != edits.BASE and record.seq > stored.seq]
         if fresh and fresh[0].seq != stored.seq + 1:
             return self.replace(scene_id, self.reopen(scene_id))
+        stored.keys.learn(fresh)
         for record in fresh:
             try:
                 with scene_lock(stored.scene):

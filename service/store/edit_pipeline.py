@@ -30,11 +30,15 @@ from .cache import SceneCache
 from .checkpoints import Checkpointer
 from .edits import Change
 from .errors import SceneNotFound, refusing_full_disk
+from .idempotency import ANNOTATION, REQUEST_FIELD, KeyEntry, KeyedWrite, Replayed, record_digest
 from .journal import Record
 from .scenes import JOURNAL_SEQ, SCENE_DIR, SCENE_ID, Result, SceneView, StoredScene, build_snapshot, scene_lock
 
 #: Edits of up to this many objects may be applied on the event loop (see :meth:`EditPipeline.record_soon`).
 SMALL_EDIT_OBJECTS = 64
+
+#: Answers larger than this are left out of a checkpoint's annotation (the base record holds them).
+MAX_ANNOTATED_ANSWER_BYTES = 16 * 1024
 
 #: How long a small edit waits on the event loop before it tries a taken scene lock again.
 LOCKED_RETRY_SECONDS = 0.0005
@@ -63,6 +67,8 @@ class EditGroup:
 
     mergeable: bool
     records: list = field(default_factory=list)
+    #: The key of a keyed edit (alone in its group).
+    keyed: KeyedWrite | None = None
     futures: list = field(default_factory=list)
     ids: set = field(default_factory=set)
 
@@ -105,13 +111,15 @@ class EditPipeline:
         #: arrival order (see :meth:`record_soon`).
         self._queues: dict[str, collections.deque] = {}
 
-    def record(self, scene_id: str, record: Record) -> tuple[StoredScene, Change, SceneView]:
+    def record(self, scene_id: str, record: Record,
+               keyed: KeyedWrite | None = None) -> tuple[StoredScene, Change, SceneView]:
         """Apply a journal record and return once it is durable (see ``SceneStore.record``)."""
-        staged = self.stage(scene_id, record, blocking=True)
+        staged = self.stage(scene_id, record, blocking=True, keyed=keyed)
         staged.writer.wait_durable(staged.seq)
         return self._settled(staged)
 
-    async def record_soon(self, scene_id: str, record: Record) -> tuple[StoredScene, Change, SceneView]:
+    async def record_soon(self, scene_id: str, record: Record,
+                          keyed: KeyedWrite | None = None) -> tuple[StoredScene, Change, SceneView]:
         """:meth:`record` for the event loop.
 
         A small edit is applied on the loop when the scene's locks are free
@@ -134,17 +142,18 @@ class EditPipeline:
             await run_in_threadpool(self.cache.get, scene_id)
         if record.kind == edits.VERTICES or record_size(record) > SMALL_EDIT_OBJECTS:
             # A refit, or many objects: a worker thread, the loop goes on.
-            return await run_in_threadpool(self.record, scene_id, record)
+            return await run_in_threadpool(self.record, scene_id, record, keyed)
         loop = asyncio.get_running_loop()
         waiting = self._queues.get(scene_id)
         if waiting is None:
             waiting = self._queues[scene_id] = collections.deque()
             loop.call_soon(self._apply_waiting, scene_id)
-        mergeable = record.kind == edits.OBJECTS
+        # A keyed edit is a group of its own: its record holds its key and its own answer.
+        mergeable = record.kind == edits.OBJECTS and keyed is None
         ids = record_ids(record) if mergeable else set()
         group = waiting[-1] if waiting else None
         if group is None or not (mergeable and group.mergeable and ids.isdisjoint(group.ids)):
-            group = EditGroup(mergeable)
+            group = EditGroup(mergeable, keyed=keyed)
             waiting.append(group)
         future = loop.create_future()
         group.records.append(record)
@@ -170,7 +179,7 @@ class EditPipeline:
         single = len(group.records) == 1
         (merged,) = group.records if single else edits.folded(group.records)
         try:
-            staged = self.stage(scene_id, merged, blocking=False)
+            staged = self.stage(scene_id, merged, blocking=False, keyed=group.keyed)
         except (ValueError, LookupError, SceneNotFound) as error:
             waiting.popleft()
             if single:
@@ -215,9 +224,20 @@ class EditPipeline:
             if not future.done():
                 future.set_result(result)
 
-    def stage(self, scene_id: str, record: Record, blocking: bool) -> Staged | None:
+    def stage(self, scene_id: str, record: Record, blocking: bool,
+              keyed: KeyedWrite | None = None) -> Staged | None:
         """Apply and append a record (not yet durable); None when ``blocking`` is
-        False and the scene's locks are taken."""
+        False and the scene's locks are taken.
+
+        ``keyed``: the record holds its idempotency key and answer
+        (:mod:`service.store.idempotency`), looked up first, with the scene's
+        locks held and every other process's records followed: a key found
+        raises :class:`Replayed` and nothing is applied.
+
+        Raises
+        ------
+        Replayed, KeyReused
+        """
         if not SCENE_ID.fullmatch(scene_id):
             raise SceneNotFound(scene_id)
         lock = self.cache.lock_for(scene_id)
@@ -228,6 +248,12 @@ class EditPipeline:
                 if not locked:
                     return None
                 stored = self.cache.writable(scene_id)
+                digest = entry = None
+                if keyed is not None:
+                    digest = record_digest(keyed.request, record.kind, record.fields, record.arrays)
+                    found = stored.keys.find(keyed.request.key, digest)
+                    if found is not None:
+                        raise Replayed(found, stored.writer)
                 scene = stored.scene
                 with scene_lock(scene):
                     change = edits.apply(scene, record)
@@ -235,11 +261,14 @@ class EditPipeline:
                     fields = dict(record.fields)
                     if record.kind == edits.ADD:
                         fields["ids"] = change.objects
-                    data = journal.encode(seq, record.kind, fields, record.arrays)
                     stored.seq = seq
                     scene.annotate(JOURNAL_SEQ, seq)
                     stored.publish(change, new_meshes=False)
                     view = stored.view
+                    if keyed is not None:
+                        entry = KeyEntry.made(keyed.request, digest, keyed.status, keyed.answer_of(change, view), seq)
+                        fields[REQUEST_FIELD] = entry.fields()
+                    data = journal.encode(seq, record.kind, fields, record.arrays)
                 try:
                     with refusing_full_disk():
                         stored.writer.append(data, seq)
@@ -247,6 +276,8 @@ class EditPipeline:
                     # Not journaled (nothing of it is left there): back to what the journal holds.
                     self.cache.recover(scene_id)
                     raise
+                if entry is not None:
+                    stored.keys.add(entry)
                 stored.journal_end += len(data)
                 self.cache.directory.changes.announce()
                 # The queries' snapshot is brought up to date by the next
@@ -264,17 +295,28 @@ class EditPipeline:
 
     def edit(self, scene_id: str, change: Callable[[bvh.Scene], Result],
              prepare: Callable[[bvh.Scene], None] | None = None,
-             describe: Callable[[Result], Change] | None = None) -> tuple[StoredScene, Result]:
-        """Change a scene as one step for queries and save a checkpoint of it (see ``SceneStore.edit``)."""
+             describe: Callable[[Result], Change] | None = None,
+             keyed: KeyedWrite | None = None) -> tuple[StoredScene, Result]:
+        """Change a scene as one step for queries and save a checkpoint of it (see ``SceneStore.edit``).
+
+        ``keyed`` (with its ``digest``): looked up first, with the scene's locks
+        held (a key found raises :class:`Replayed`, nothing changes), else
+        recorded with the save (an annotation) and in the restarted journal's
+        base record; ``keyed.answer(result, None)`` is its answer.
+        """
         if not SCENE_ID.fullmatch(scene_id):
             raise SceneNotFound(scene_id)
         # Its save must not be overwritten by a background checkpoint's older one.
         with self.checkpoints.running(scene_id), self.cache.lock_for(scene_id):
             with self.backend.edit_lock(scene_id):
                 stored = self.cache.writable(scene_id)
+                if keyed is not None:
+                    found = stored.keys.find(keyed.request.key, keyed.digest)
+                    if found is not None:
+                        raise Replayed(found, stored.writer)
                 try:
                     with refusing_full_disk():
-                        seq, result, described = self._change_and_save(stored, change, prepare, describe)
+                        seq, result, described = self._change_and_save(stored, change, prepare, describe, keyed)
                         self.backend.claim_checkpoint(stored, seq)
                         stored.restart_journal(seq)
                     self.cache.directory.changes.announce()
@@ -288,7 +330,8 @@ class EditPipeline:
         return stored, result
 
     @staticmethod
-    def _change_and_save(stored: StoredScene, change, prepare, describe) -> tuple[int, object, Change | None]:
+    def _change_and_save(stored: StoredScene, change, prepare, describe,
+                         keyed: KeyedWrite | None = None) -> tuple[int, object, Change | None]:
         """The body of :meth:`edit` (call with the scene's locks held): the change as one step for
         queries, numbered as the next record, then saved as the cache's checkpoint.
 
@@ -307,6 +350,14 @@ class EditPipeline:
             scene.annotate(JOURNAL_SEQ, seq)
             described = describe(result) if describe is not None else None
             stored.publish(described)
+            if keyed is not None:
+                entry = KeyEntry.made(keyed.request, keyed.digest, keyed.status, keyed.answer(result, None), seq)
+                stored.keys.add(entry)
+                # Saved with the checkpoint (whose annotations are small: without a large answer).
+                noted = entry.fields(with_seq=True)
+                if entry.size > MAX_ANNOTATED_ANSWER_BYTES:
+                    noted.pop("answer", None)
+                scene.annotate(ANNOTATION, noted)
         build_snapshot(scene)
         scene.save(stored.directory / SCENE_DIR)
         return seq, result, described

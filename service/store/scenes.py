@@ -6,7 +6,7 @@ against :data:`SCENE_ID` before it is used in any path.
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -17,6 +17,7 @@ import bvh
 from . import edits, journal
 from .edits import Change
 from .errors import SceneReadOnly
+from .idempotency import KEYS_FIELD, KeyTable
 from .integrity import JournalDamage, new_journal_id, write_sync_mark
 from .journal import JOURNAL_FILE
 from .journal_writer import JournalWriter
@@ -95,6 +96,10 @@ class StoredScene:
     damage : JournalDamage or None
         Set when the journal is damaged: the scene holds the records before
         the damage and is read-only (:meth:`check_writable`).
+    keys : KeyTable
+        The idempotency keys of its recent writes (:mod:`service.store.idempotency`).
+    origin : dict or None
+        ``{"key", "digest", "at"}`` of the keyed create that made it (from ``service.json``).
     """
 
     id: str
@@ -115,6 +120,8 @@ class StoredScene:
     journal_path: str = ""
     journal_id: str | None = None
     damage: JournalDamage | None = None
+    keys: KeyTable = field(default_factory=KeyTable)
+    origin: dict | None = None
 
     def __post_init__(self):
         self.journal_path = os.path.join(self.directory, JOURNAL_FILE)
@@ -208,7 +215,12 @@ class StoredScene:
             kept = [journal.encode(record.seq, record.kind, record.fields, record.arrays)
                     for record in records if record.kind != edits.BASE and record.seq > base]
         self.journal_id = new_journal_id()
-        journal.write_new(self.journal_path, [journal.encode(base, edits.BASE, {"id": self.journal_id})] + kept)
+        fields = {"id": self.journal_id}
+        # The keys of the records dropped here move to the base record (none: the old format).
+        carried = self.keys.through(base)
+        if carried:
+            fields[KEYS_FIELD] = carried
+        journal.write_new(self.journal_path, [journal.encode(base, edits.BASE, fields)] + kept)
         status = os.stat(self.journal_path)
         self.journal_inode, self.journal_end = status.st_ino, status.st_size
         write_sync_mark(self.journal_path, self.journal_id, status.st_size)

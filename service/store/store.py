@@ -20,6 +20,7 @@ directory's layout and crash safety are described there) and
 
 import os
 import shutil
+import time
 import uuid
 from pathlib import Path
 from typing import Callable
@@ -35,6 +36,7 @@ from .edits import Change
 from .errors import SceneDamaged, SceneNotFound, SceneReadOnly, StorageFull, refusing_full_disk
 from .events import ChangeEvents
 from .files import utc_now, write_json_atomically
+from .idempotency import CREATED_FIELD, KeyedWrite, KeyPolicy, KeyEntry, KeyReused, KeyTable, Replayed, scene_id_for
 from .integrity import new_journal_id, write_sync_mark
 from .journal import JOURNAL_FILE, Record
 from .local import LocalBackend
@@ -60,12 +62,12 @@ class SceneStore:
     """
 
     def __init__(self, backend: Backend | Path, checkpoint_records: int = 10_000,
-                 checkpoint_seconds: float = 30.0):
+                 checkpoint_seconds: float = 30.0, key_policy: KeyPolicy | None = None):
         if isinstance(backend, (str, os.PathLike)):
             backend = LocalBackend(Path(backend))
         self.backend = backend
         self.events = ChangeEvents()
-        self.cache = SceneCache(backend, self.events)
+        self.cache = SceneCache(backend, self.events, key_policy)
         backend.attach(self.cache)
         self.checkpoints = Checkpointer(self.cache, checkpoint_records, checkpoint_seconds)
         self.pipeline = EditPipeline(self.cache, self.checkpoints)
@@ -192,21 +194,63 @@ class SceneStore:
             self.cache.drop(scene_id)
 
     # ------------------------------------------------------------ changes
-    def create(self, scene: bvh.Scene, name: str | None, build_ms: float) -> StoredScene:
+    def create(self, scene: bvh.Scene, name: str | None, build_ms: float,
+               keyed: KeyedWrite | None = None) -> StoredScene:
         """Save a new scene and add it; it is stored before this returns.
 
         It is written whole under a staging directory (checkpoint, journal,
         ``service.json``), then published by the backend.
 
+        ``keyed`` (with its ``digest``): the scene's id is made from the key
+        (``idempotency.scene_id_for``) and ``service.json`` holds the key and
+        digest, so that a retry finds the scene (:meth:`created`) on any
+        process or replica, and two racing ones make one scene.
+
         Raises
         ------
         StorageFull
             The disk is full: nothing of the scene is left.
+        Replayed, KeyReused
+            A scene was made with this key before.
         """
+        if keyed is None:
+            return self._create(scene, name, build_ms, uuid.uuid4().hex, None)
+        scene_id = scene_id_for(keyed.request)
+        with self.cache.lock_for(scene_id):
+            self._check_created(scene_id, keyed)
+            try:
+                return self._create(scene, name, build_ms, scene_id, keyed)
+            except Exception:
+                # Another process made it first (its publish won): that one is the answer.
+                self._check_created(scene_id, keyed)
+                raise
+
+    def created(self, keyed: KeyedWrite) -> None:
+        """Raise :class:`Replayed` when a scene was made with ``keyed``'s key, :class:`KeyReused`
+        when it was made by another request; return when none was."""
+        scene_id = scene_id_for(keyed.request)
+        with self.cache.lock_for(scene_id):
+            self._check_created(scene_id, keyed)
+
+    def _check_created(self, scene_id: str, keyed: KeyedWrite) -> None:
+        try:
+            stored = self.cache.follow(scene_id)
+        except SceneNotFound:
+            return
+        origin = stored.origin or {}
+        if origin.get("key") != keyed.request.key or origin.get("digest") != keyed.digest:
+            raise KeyReused(keyed.request.key)
+        raise Replayed(KeyEntry(origin["key"], origin["digest"], 201, None, 0, float(origin.get("at", 0.0)),
+                                kept=False), scene_id=scene_id)
+
+    def _create(self, scene: bvh.Scene, name: str | None, build_ms: float, scene_id: str,
+                keyed: KeyedWrite | None) -> StoredScene:
         directory = self.backend.directory
-        scene_id = uuid.uuid4().hex
         staging = directory.staging(scene_id)
         metadata = {"id": scene_id, "name": name, "created": utc_now(), "build_ms": round(build_ms, 3)}
+        origin = None
+        if keyed is not None:
+            origin = metadata[CREATED_FIELD] = {"key": keyed.request.key, "digest": keyed.digest, "at": time.time()}
         with refusing_full_disk():
             try:
                 staging.mkdir()
@@ -215,7 +259,8 @@ class SceneStore:
                 journal.write_new(str(staging / JOURNAL_FILE), [journal.encode(0, edits.BASE, {"id": journal_id})])
                 write_json_atomically(staging / SERVICE_FILE, metadata)
                 stored = StoredScene(id=scene_id, name=name, created=metadata["created"], build_ms=metadata["build_ms"],
-                                     scene=scene, directory=directory.scenes_dir / scene_id, journal_id=journal_id)
+                                     scene=scene, directory=directory.scenes_dir / scene_id, journal_id=journal_id,
+                                     keys=KeyTable(self.cache.key_policy), origin=origin)
                 with scene_lock(scene):
                     stored.publish()
                 self.backend.publish_new(stored, staging)
@@ -245,7 +290,8 @@ class SceneStore:
         self.backend.delete(scene_id)
         self.cache.refused.pop(scene_id, None)
 
-    def record(self, scene_id: str, record: Record) -> tuple[StoredScene, Change, SceneView]:
+    def record(self, scene_id: str, record: Record,
+               keyed: KeyedWrite | None = None) -> tuple[StoredScene, Change, SceneView]:
         """Apply a journal record (see :mod:`service.store.edits`) and return once it is durable.
 
         Queries see the edit as soon as it is applied, whole or not at all.
@@ -260,17 +306,21 @@ class SceneStore:
         SceneNotFound
         ValueError, bvh.UnknownIdError
             The edit does not fit the scene; nothing has changed.
+        Replayed, KeyReused
+            ``keyed``'s key was recorded before (:mod:`service.store.idempotency`).
         """
-        return self.pipeline.record(scene_id, record)
+        return self.pipeline.record(scene_id, record, keyed)
 
-    async def record_soon(self, scene_id: str, record: Record) -> tuple[StoredScene, Change, SceneView]:
+    async def record_soon(self, scene_id: str, record: Record,
+                          keyed: KeyedWrite | None = None) -> tuple[StoredScene, Change, SceneView]:
         """:meth:`record` for the event loop (see :meth:`EditPipeline.record_soon
         <service.store.edit_pipeline.EditPipeline.record_soon>`)."""
-        return await self.pipeline.record_soon(scene_id, record)
+        return await self.pipeline.record_soon(scene_id, record, keyed)
 
     def edit(self, scene_id: str, change: Callable[[bvh.Scene], Result],
              prepare: Callable[[bvh.Scene], None] | None = None,
-             describe: Callable[[Result], Change] | None = None) -> tuple[StoredScene, Result]:
+             describe: Callable[[Result], Change] | None = None,
+             keyed: KeyedWrite | None = None) -> tuple[StoredScene, Result]:
         """Change a scene as one step for queries and save a checkpoint of it, then return.
 
         For changes a journal record cannot hold cheaply (new meshes: a replay
@@ -288,6 +338,9 @@ class SceneStore:
         describe : callable(result) -> Change, optional
             What changed, for the change event and the object table (default:
             the table is read whole, and no event).
+        keyed : KeyedWrite, optional
+            The write's idempotency key and digest (see :meth:`EditPipeline.edit
+            <service.store.edit_pipeline.EditPipeline.edit>`).
 
         Returns
         -------
@@ -300,7 +353,7 @@ class SceneStore:
             From ``change``: the scene is then read back from the backend, so a
             refused edit leaves nothing behind.
         """
-        return self.pipeline.edit(scene_id, change, prepare, describe)
+        return self.pipeline.edit(scene_id, change, prepare, describe, keyed)
 
     def checkpoint(self, scene_id: str) -> None:
         """Save the scene's checkpoint and restart its journal after it (see

@@ -23,6 +23,8 @@ from ..deps import (BuildSlotsDep, SceneMeshDep, SceneObjectDep, SceneStoreDep, 
                     find_scene, scene_in_memory)
 from ..direct_route import DirectRoute
 from ...store.edits import Change
+from ...store.idempotency import KeyedWrite
+from ..idempotency import IdempotencyKeyDep, added_key, once, request_key, with_key_parameter
 from ..errors import ClientError, client_errors, refuse_unknown_query, validation_error
 from ..limits import BUILDS_BUSY_RESPONSE
 from ..openapi import EXAMPLES, body_doc
@@ -53,14 +55,14 @@ UPLOAD_FORM = {
 }
 
 
-def _edit(store: SceneStore, scene_id: str, change, prepare=None):
+def _edit(store: SceneStore, scene_id: str, change, prepare=None, keyed: KeyedWrite | None = None):
     """``store.edit`` of an addition with the library's refusals as 422/404 and an unknown scene as 404."""
     def added(objects: list[dict]) -> Change:
         return Change("added", [entry["id"] for entry in objects])
 
     try:
         with client_errors():
-            return store.edit(scene_id, change, prepare, describe=added)
+            return store.edit(scene_id, change, prepare, describe=added, keyed=keyed)
     except SceneNotFound as error:
         raise ClientError(404, str(error.args[0])) from None
 
@@ -102,28 +104,31 @@ ADD_REFUSALS = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model
 
 @router.post("/scenes/{scene_id}/objects", status_code=201, response_model=ObjectList, responses=ADD_REFUSALS,
              openapi_extra=body_doc(ObjectCreate, examples=EXAMPLES["object"]))
-async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep, slots: BuildSlotsDep):
+async def add_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep, slots: BuildSlotsDep,
+                      key: IdempotencyKeyDep):
     """Add an object: an inline mesh (``vertices``, ``faces``), an instance of an existing mesh
     (``mesh``), or a shape (``shape``); ``POST .../objects/upload`` adds a file's. Answers with
     the new objects. At most ``PICK_MAX_CONCURRENT_BUILDS`` inline meshes and files are built at
     once; past that, a 503."""
     scene_id = stored.id
     require_media(request, JSON, MULTIPART, UPLOAD_SUFFIX)
-    body = await parse_json_body(OBJECT_CREATE, await request.body(), OBJECT_TAGS)
+    raw = await request.body()
+    body = await parse_json_body(OBJECT_CREATE, raw, OBJECT_TAGS)
     if not isinstance(body, MeshObjectCreate):
         # No new mesh: a journal record, not a checkpoint.
-        return JSONBytes({"objects": await editing.add_objects(store, scene_id, [_placement(body)])},
+        return JSONBytes({"objects": await editing.add_objects(store, scene_id, [_placement(body)], key)},
                          status_code=201)
     prepare, change = _mesh_addition(body)
     with slots.slot():
-        _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
+        _, objects = await once(run_in_threadpool(_edit, store, scene_id, _answered(change), prepare,
+                                                  added_key(key, raw)))
     return JSONBytes({"objects": objects}, status_code=201)
 
 
 @router.post("/scenes/{scene_id}/objects/upload", status_code=201, response_model=ObjectList,
              responses=ADD_REFUSALS, openapi_extra=body_doc(multipart=UPLOAD_FORM))
 async def upload_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep, settings: SettingsDep,
-                         slots: BuildSlotsDep):
+                         slots: BuildSlotsDep, key: IdempotencyKeyDep):
     """Add every node of an uploaded file (multipart ``file``, optional ``transform``) as objects.
     Answers with the new objects. At most ``PICK_MAX_CONCURRENT_BUILDS`` files and inline meshes
     are read and built at once; past that, a 503."""
@@ -154,7 +159,8 @@ async def upload_objects(stored: StoredSceneDep, request: Request, store: SceneS
     # One slot for reading and building both.
     with slots.slot():
         description = await run_in_threadpool(describe, mesh_file, settings)
-        _, objects = await run_in_threadpool(_edit, store, scene_id, _answered(change), prepare)
+        keyed = added_key(key, mesh_file.filename, mesh_file.content, transform_text or "")
+        _, objects = await once(run_in_threadpool(_edit, store, scene_id, _answered(change), prepare, keyed))
     # Rendered off the event loop: a file's objects may be hundreds of thousands.
     return await run_in_threadpool(JSONBytes, {"objects": objects}, 201)
 
@@ -216,8 +222,9 @@ def path_object_id(request: Request) -> int:
 
 @direct_router.patch("/scenes/{scene_id}/objects/{object_id}", response_model=ObjectOut,
                      responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}, **WRITE_REFUSALS},
-                     openapi_extra=body_doc(ObjectUpdate, examples=EXAMPLES["update"],
-                                            path_parameters=("scene_id", ("object_id", OBJECT_ID_SCHEMA))))
+                     openapi_extra=with_key_parameter(body_doc(
+                         ObjectUpdate, examples=EXAMPLES["update"],
+                         path_parameters=("scene_id", ("object_id", OBJECT_ID_SCHEMA)))))
 async def update_object(request: Request):
     """Move an object, rename it, or change its ``pickable`` or ``mask``: all given fields at once."""
     # A DirectRoute (an editor drags objects at mouse rate): the endpoint takes the request.
@@ -227,14 +234,14 @@ async def update_object(request: Request):
     object_id = path_object_id(request)
     require_json(request)
     body = await parse_json_body(ObjectUpdate, await read_body(request))
-    return JSONBytes(await editing.single_update(store, stored.id, object_id, body))
+    return JSONBytes(await editing.single_update(store, stored.id, object_id, body, request_key(request)))
 
 
 @router.delete("/scenes/{scene_id}/objects/{object_id}", status_code=204,
                responses={404: {"model": ErrorOut}, **WRITE_REFUSALS})
-async def delete_object(scene_object: SceneObjectDep, store: SceneStoreDep):
+async def delete_object(scene_object: SceneObjectDep, store: SceneStoreDep, key: IdempotencyKeyDep):
     """Remove an object (its id is never reused)."""
-    await editing.remove_object(store, scene_object.stored.id, scene_object.id)
+    await editing.remove_object(store, scene_object.stored.id, scene_object.id, key)
     return Response(status_code=204)
 
 
@@ -244,39 +251,41 @@ BATCH_REFUSALS = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"mod
 
 @router.patch("/scenes/{scene_id}/objects", response_model=ObjectBatchResult, responses=BATCH_REFUSALS,
               openapi_extra=body_doc(ObjectBatch, examples=EXAMPLES["batch_update"]))
-async def update_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep):
+async def update_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep, key: IdempotencyKeyDep):
     """Change many objects at once, all or nothing: one edit, one journal record, one change for
     queries. A list of ``{"id", "transform"?, "pickable"?, "mask"?, "name"?}``; ``PATCH
     .../objects.bin`` takes moves packed, for animation-rate updates of thousands of objects.
     A refused entry (unknown id, singular matrix, an id twice) refuses the whole batch."""
     require_media(request, JSON, OCTET_STREAM, BINARY_SUFFIX)
-    return JSONBytes(await editing.patch_objects(store, stored.id, await read_body(request)))
+    return JSONBytes(await editing.patch_objects(store, stored.id, await read_body(request), key))
 
 
 @router.patch("/scenes/{scene_id}/objects.bin", response_model=ObjectBatchResult, responses=BATCH_REFUSALS,
               openapi_extra=body_doc(binary=editing.BINARY_BATCH))
-async def move_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep):
+async def move_objects(stored: StoredSceneDep, request: Request, store: SceneStoreDep, key: IdempotencyKeyDep):
     """Move many objects at once from packed records (``application/octet-stream``), all or nothing,
     as ``PATCH .../objects`` does; the answer's ``objects`` is null."""
     require_media(request, OCTET_STREAM, JSON, BINARY_SUFFIX)
-    return JSONBytes(await editing.move_objects_binary(store, stored.id, await read_body(request)))
+    return JSONBytes(await editing.move_objects_binary(store, stored.id, await read_body(request), key))
 
 
 @router.put("/scenes/{scene_id}/meshes/{mesh_id}/vertices", response_model=VerticesResult, responses=BATCH_REFUSALS,
             openapi_extra=body_doc(VerticesIn, examples=EXAMPLES["vertices"]))
-async def replace_vertices(scene_mesh: SceneMeshDep, request: Request, store: SceneStoreDep):
+async def replace_vertices(scene_mesh: SceneMeshDep, request: Request, store: SceneStoreDep,
+                           key: IdempotencyKeyDep):
     """Move a mesh's vertices (same count, same faces): its tree is refitted, every object that shows
     it follows. JSON ``{"vertices": [[x, y, z], ...]}``; ``PUT .../vertices.bin`` takes them packed."""
     require_media(request, JSON, OCTET_STREAM, BINARY_SUFFIX)
     body = await parse_json_body(VerticesIn, await read_body(request))
     vertices = np.asarray(body.vertices, np.float64).reshape(-1, 3)
-    return JSONBytes(await editing.replace_vertices(store, scene_mesh.stored.id, scene_mesh.id, vertices))
+    return JSONBytes(await editing.replace_vertices(store, scene_mesh.stored.id, scene_mesh.id, vertices, key))
 
 
 @router.put("/scenes/{scene_id}/meshes/{mesh_id}/vertices.bin", response_model=VerticesResult,
             responses=BATCH_REFUSALS, openapi_extra=body_doc(binary=editing.BINARY_VERTICES))
-async def replace_vertices_binary(scene_mesh: SceneMeshDep, request: Request, store: SceneStoreDep):
+async def replace_vertices_binary(scene_mesh: SceneMeshDep, request: Request, store: SceneStoreDep,
+                                  key: IdempotencyKeyDep):
     """:func:`replace_vertices` from packed float32 ``V×3`` (``application/octet-stream``)."""
     require_media(request, OCTET_STREAM, JSON, BINARY_SUFFIX)
     vertices = editing.binary_vertices(await read_body(request))
-    return JSONBytes(await editing.replace_vertices(store, scene_mesh.stored.id, scene_mesh.id, vertices))
+    return JSONBytes(await editing.replace_vertices(store, scene_mesh.stored.id, scene_mesh.id, vertices, key))

@@ -11,12 +11,14 @@ from ..bodies import JSON, MULTIPART, UPLOAD_SUFFIX, form_file, form_text, parse
 from ...queries.building import add_file_meshes, add_inline_meshes, place_file_instances, place_inline_meshes
 from ..deps import BuildSlotsDep, ReadyStoreDep, SettingsDep, StoredSceneDep
 from ..errors import ClientError, client_errors
+from ..idempotency import IdempotencyKeyDep, created_key, once
 from ..limits import BUILDS_BUSY_RESPONSE
 from ..openapi import EXAMPLES, body_doc
 from ..responses import JSONBytes
 from ..schemas import DISK_FULL, READ_ONLY, ErrorOut, SceneCreate, SceneList, SceneOut
 from ...queries.results import scene_json, scene_summary_json
 from ...settings import Settings
+from ...store.idempotency import KeyedWrite
 from ...store.store import SceneNotFound, SceneStore
 from ...queries.uploads import MeshFile, describe, read_upload, upload_stem
 
@@ -37,21 +39,29 @@ def _check_name(name: str | None) -> str | None:
     return name
 
 
-def _create_from_file(store: SceneStore, mesh_file: MeshFile, name: str | None, settings: Settings):
+def _create_from_file(store: SceneStore, mesh_file: MeshFile, name: str | None, settings: Settings,
+                      keyed: KeyedWrite | None = None):
     start = time.perf_counter()
     description = describe(mesh_file, settings, name)
     scene = bvh.Scene()
     with client_errors(f"file {mesh_file.filename!r}: "):
         place_file_instances(scene, description, add_file_meshes(scene, description))
-    return store.create(scene, name, (time.perf_counter() - start) * 1e3)
+    return store.create(scene, name, (time.perf_counter() - start) * 1e3, keyed)
 
 
-def _create_from_meshes(store: SceneStore, body: SceneCreate):
+def _create_from_meshes(store: SceneStore, body: SceneCreate, keyed: KeyedWrite | None = None):
     start = time.perf_counter()
     scene = bvh.Scene()
     with client_errors():
         place_inline_meshes(scene, body.meshes, add_inline_meshes(scene, body.meshes))
-    return store.create(scene, body.name, (time.perf_counter() - start) * 1e3)
+    return store.create(scene, body.name, (time.perf_counter() - start) * 1e3, keyed)
+
+
+def _replayed_answer(store: SceneStore, settings: Settings):
+    """The answer to a repeated create: the scene it made, as it is now."""
+    async def answer(scene_id: str) -> bytes:
+        return (await run_in_threadpool(lambda: _scene_answer(store.get(scene_id), settings))).body
+    return answer
 
 
 def _scene_answer(stored, settings: Settings, status_code: int = 200) -> Response:
@@ -66,20 +76,28 @@ CREATE_REFUSALS = {413: {"model": ErrorOut}, 415: {"model": ErrorOut}, 422: {"mo
 
 @router.post("/scenes", status_code=201, response_model=SceneOut, responses=CREATE_REFUSALS,
              openapi_extra=body_doc(SceneCreate, examples=EXAMPLES["scene"]))
-async def create_scene(request: Request, store: ReadyStoreDep, settings: SettingsDep, slots: BuildSlotsDep):
+async def create_scene(request: Request, store: ReadyStoreDep, settings: SettingsDep, slots: BuildSlotsDep,
+                       key: IdempotencyKeyDep):
     """Create a scene from inline meshes (``POST /scenes/upload`` makes one from a file). The scene
     is saved before the answer, which is ``GET /scenes/{id}``'s (its first ``PICK_INLINE_OBJECTS``
     objects). At most ``PICK_MAX_CONCURRENT_BUILDS`` scenes are built at once; past that, a 503."""
     require_media(request, JSON, MULTIPART, UPLOAD_SUFFIX)
-    body = await parse_json_body(SceneCreate, await request.body())
+    raw = await request.body()
+    body = await parse_json_body(SceneCreate, raw)
+    keyed = created_key(key, raw)
+    answer = _replayed_answer(store, settings)
+    if keyed is not None:
+        # A repeat answers before building anything.
+        await once(run_in_threadpool(store.created, keyed), answer)
     with slots.slot():
-        stored = await run_in_threadpool(_create_from_meshes, store, body)
+        stored = await once(run_in_threadpool(_create_from_meshes, store, body, keyed), answer)
     return await run_in_threadpool(_scene_answer, stored, settings, 201)
 
 
 @router.post("/scenes/upload", status_code=201, response_model=SceneOut, responses=CREATE_REFUSALS,
              openapi_extra=body_doc(multipart=UPLOAD_FORM))
-async def upload_scene(request: Request, store: ReadyStoreDep, settings: SettingsDep, slots: BuildSlotsDep):
+async def upload_scene(request: Request, store: ReadyStoreDep, settings: SettingsDep, slots: BuildSlotsDep,
+                       key: IdempotencyKeyDep):
     """Create a scene from an uploaded file (multipart ``file``, optional ``name``). The scene is
     saved before the answer, which is ``GET /scenes/{id}``'s (its first ``PICK_INLINE_OBJECTS``
     objects). At most ``PICK_MAX_CONCURRENT_BUILDS`` uploads are read and built at once; past
@@ -91,8 +109,12 @@ async def upload_scene(request: Request, store: ReadyStoreDep, settings: Setting
         name = _check_name(form_text(form, "name")) or upload_stem(mesh_file.filename) or None
     finally:
         await form.close()
+    keyed = created_key(key, mesh_file.filename, mesh_file.content, name or "")
+    answer = _replayed_answer(store, settings)
+    if keyed is not None:
+        await once(run_in_threadpool(store.created, keyed), answer)
     with slots.slot():
-        stored = await run_in_threadpool(_create_from_file, store, mesh_file, name, settings)
+        stored = await once(run_in_threadpool(_create_from_file, store, mesh_file, name, settings, keyed), answer)
     return await run_in_threadpool(_scene_answer, stored, settings, 201)
 
 
@@ -112,8 +134,9 @@ async def get_scene(stored: StoredSceneDep, settings: SettingsDep):
 
 
 @router.delete("/scenes/{scene_id}", status_code=204, responses={404: {"model": ErrorOut}, **READ_ONLY})
-async def delete_scene(scene_id: str, store: ReadyStoreDep):
-    """Delete a scene, from memory and disk."""
+async def delete_scene(scene_id: str, store: ReadyStoreDep, key: IdempotencyKeyDep):
+    """Delete a scene, from memory and disk. A repeat answers 404, keyed or not: the scene is gone."""
+    del key  # Idempotent by its state (service.api.idempotency).
     try:
         await run_in_threadpool(store.delete, scene_id)
     except SceneNotFound as error:

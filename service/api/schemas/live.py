@@ -32,11 +32,19 @@ class PickMessage(PickRequest):
     id: MessageId = None
 
 
+#: An edit's ``id``: a string one is also the edit's idempotency key (``service.api.idempotency``).
+EditId = Annotated[str | int | float | bool | None,
+                   Field(description="any JSON scalar, echoed in the answer; a string (1 to 200 printable ASCII "
+                                     "characters) is also the edit's idempotency key, as the Idempotency-Key header "
+                                     "of PATCH /scenes/{id}/objects: the same edit sent again with it (after a "
+                                     "reconnect, say) is applied once and answered with the first answer")]
+
+
 class EditMessage(RequestModel):
     """Object edits: the entries of the ``PATCH /scenes/{id}/objects`` body, applied as that route does."""
 
     type: Literal["edit"]
-    id: MessageId = None
+    id: EditId = None
     objects: ObjectBatch = Field(description="the PATCH /scenes/{id}/objects body")
 
 
