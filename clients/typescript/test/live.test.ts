@@ -36,6 +36,39 @@ function stallSteps(eventBytes: number): number {
   return Math.ceil(buffered / eventBytes) + 12;
 }
 
+/**
+ * ws sockets whose first edit answer is lost: the connection drops as it arrives (the edit was
+ * applied, the client never heard), so the client sends the edit again after it reconnects.
+ */
+function firstEditAnswerLost(sockets: WebSocket[]): OpenSocket {
+  let lost = false;
+  return (url, token) => {
+    const socket = new WebSocket(url, { headers: { Authorization: `Bearer ${token}` } });
+    sockets.push(socket);
+    const wrapped: LiveSocket = {
+      get binaryType() { return socket.binaryType; },
+      set binaryType(kind: string) { socket.binaryType = kind as WebSocket["binaryType"]; },
+      send: (data) => socket.send(data),
+      close: (code, reason) => socket.close(code, reason),
+      addEventListener: (type: string, listener: (event: never) => void) => {
+        if (type !== "message") {
+          socket.addEventListener(type as "close", listener as () => void);
+          return;
+        }
+        socket.addEventListener("message", (event) => {
+          if (!lost && typeof event.data === "string" && event.data.startsWith('{"type":"edit"')) {
+            lost = true;
+            socket.terminate();
+            return;
+          }
+          (listener as (event: WebSocket.MessageEvent) => void)(event);
+        });
+      },
+    };
+    return { socket: wrapped, authMessage: false };
+  };
+}
+
 function sameTable(live: LiveScene, expected: Map<number, Schemas["ObjectOut"]>): void {
   assert.deepEqual(new Map([...live.objects].sort(([a], [b]) => a - b)), expected);
 }
@@ -118,6 +151,19 @@ describe("live channel", () => {
     const hit = await answer;
     assert.ok("hit" in hit && hit.hit && hit.object?.id === 7, "asked while down, answered after the reconnect");
     sameTable(live, await objectsById(scene.id));
+  });
+
+  test("an edit whose answer was lost is sent again after the reconnect with its id, and applied once", async () => {
+    const sockets: WebSocket[] = [];
+    const live = open({ openSocket: firstEditAnswerLost(sockets) });
+    await live.ready;
+    const before = (await client.listObjects(scene.id)).version;
+    const result = await live.edit([{ id: 9, transform: translation(18, 3, 0) }]);
+    assert.equal(sockets.length, 2, "the answer was lost with the first connection");
+    assert.equal(live.connects, 2);
+    assert.equal(result.version, before + 1, "the first answer, replayed");
+    assert.equal((await client.listObjects(scene.id)).version, before + 1, "applied once");
+    assert.deepEqual((await client.getObject(scene.id, 9)).transform, translation(18, 3, 0));
   });
 
   test("a client stalled past PICK_LIVE_QUEUE is sent a resync and ends with the scene's table", async () => {
