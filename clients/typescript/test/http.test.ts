@@ -22,6 +22,16 @@ describe("HTTP", () => {
     assert.deepEqual(hit.point, [4.75, 0.25, 0]);
   });
 
+  test("a file uploads as a new scene (POST /scenes/upload, multipart)", async () => {
+    const obj = "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3\nf 1 3 4\n";
+    const uploaded = await client.uploadScene(new Blob([obj]), "square.obj", "uploaded square");
+    assert.equal(uploaded.name, "uploaded square");
+    assert.equal(uploaded.object_count, 1);
+    assert.equal(uploaded.triangles, 2);
+    const hit = await client.pick(uploaded.id, { origin: [0.75, 0.25, 1], direction: [0, 0, -1] });
+    assert.ok("hit" in hit && hit.hit && hit.t === 1);
+  });
+
   test("pages of objects list every object once, in id order", async () => {
     const ids: number[] = [];
     for await (const object of client.objects(scene.id, 5)) ids.push(object.id);
