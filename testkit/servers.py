@@ -70,3 +70,13 @@ def kill_9(process) -> None:
         except ProcessLookupError:
             pass
     process.wait()
+
+
+def stop(process, timeout: float = 30) -> None:
+    """Stop the server as a shutdown would (SIGTERM); SIGKILL it and its workers when it takes
+    longer than ``timeout`` seconds (a loaded machine)."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_9(process)
