@@ -12,12 +12,19 @@ absolute determinant epsilon (a scanned mesh 0.15 units across has
 determinants near 1e-6): only an exactly zero determinant (a ray parallel to
 the face) is rejected.
 
+The leaf tests take a leaf's faces four at a time (:func:`_four_triangles`):
+the same float64 arithmetic, one face per lane of ``<4 x double>``
+vectors, so four faces cost about what one did; the choice among the
+candidates then runs face by face, in leaf order, as it did.
+
 Every test has the signature the traversal expects:
 ``(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out) -> (tmax, stop)``.
 """
 
 import numpy as np
-from numba import literal_unroll
+from llvmlite import ir
+from numba import literal_unroll, types
+from numba.extending import intrinsic
 
 from .._jit import jit, jit_inline
 from ..walk.borrow import frame_array
@@ -88,6 +95,114 @@ def moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull_backfaces)
     return NO_HIT, 0.0, 0.0, det
 
 
+def _four_triangles_ir(builder, data, k, n, ray, cull):
+    """IR of :func:`moller_trumbore` for rows ``k .. k + 3`` of the flat
+    float32 triangles at ``data``, one row per lane of ``<4 x double>``;
+    lanes from ``n`` on repeat row ``k + n - 1`` (every load stays inside
+    the array) and are masked off. ``ray`` is ``ox, oy, oz, dx, dy, dz,
+    tmin, tmax`` as doubles. Returns the ``<4 x i1>`` candidates (front
+    or, unless ``cull``, back facing, inside the edges with
+    ``EDGE_TOLERANCE``, ``tmin <= t <= tmax``) and the ``t, u, v``
+    vectors. The operations are the scalar test's, in its order, so each
+    lane rounds as the scalar test would."""
+    f32 = ir.FloatType()
+    f64 = ir.DoubleType()
+    i32 = ir.IntType(32)
+    i64 = ir.IntType(64)
+    v4f = ir.VectorType(f32, 4)
+    v4d = ir.VectorType(f64, 4)
+    zeros = ir.Constant(ir.VectorType(i32, 4), [0, 0, 0, 0])
+
+    def splat(value):
+        lane = builder.insert_element(ir.Constant(v4d, ir.Undefined), value, i32(0))
+        return builder.shuffle_vector(lane, lane, zeros)
+
+    columns = [ir.Constant(v4f, ir.Undefined)] * 9
+    last = builder.sub(n, i64(1))
+    for lane in range(4):
+        row = builder.add(k, builder.select(builder.icmp_signed("<", i64(lane), n), i64(lane), last))
+        base = builder.mul(row, i64(9))
+        for c in range(9):
+            value = builder.load(builder.gep(data, [builder.add(base, i64(c))]))
+            columns[c] = builder.insert_element(columns[c], value, i32(lane))
+    ax, ay, az, bx, by, bz, cx, cy, cz = [builder.fpext(column, v4d) for column in columns]
+    ox, oy, oz, dx, dy, dz, tmin, tmax = [splat(value) for value in ray]
+    sub, mul, add = builder.fsub, builder.fmul, builder.fadd
+    e1x, e1y, e1z = sub(bx, ax), sub(by, ay), sub(bz, az)
+    e2x, e2y, e2z = sub(cx, ax), sub(cy, ay), sub(cz, az)
+    sx, sy, sz = sub(ox, ax), sub(oy, ay), sub(oz, az)
+    px = sub(mul(dy, e2z), mul(dz, e2y))
+    py = sub(mul(dz, e2x), mul(dx, e2z))
+    pz = sub(mul(dx, e2y), mul(dy, e2x))
+    det = add(add(mul(e1x, px), mul(e1y, py)), mul(e1z, pz))
+    inv_det = builder.fdiv(splat(f64(1.0)), det)
+    u = mul(add(add(mul(sx, px), mul(sy, py)), mul(sz, pz)), inv_det)
+    qx = sub(mul(sy, e1z), mul(sz, e1y))
+    qy = sub(mul(sz, e1x), mul(sx, e1z))
+    qz = sub(mul(sx, e1y), mul(sy, e1x))
+    v = mul(add(add(mul(dx, qx), mul(dy, qy)), mul(dz, qz)), inv_det)
+    t = mul(add(add(mul(e2x, qx), mul(e2y, qy)), mul(e2z, qz)), inv_det)
+    zero = splat(f64(0.0))
+    facing = builder.select(cull, builder.fcmp_ordered(">", det, zero), builder.fcmp_unordered("!=", det, zero))
+    low = splat(f64(-EDGE_TOLERANCE))
+    high = splat(f64(1.0 + EDGE_TOLERANCE))
+    tests = [facing, builder.fcmp_ordered(">=", u, low), builder.fcmp_ordered("<=", u, high),
+             builder.fcmp_ordered(">=", v, low), builder.fcmp_ordered("<=", add(u, v), high),
+             builder.fcmp_ordered(">=", t, tmin), builder.fcmp_ordered("<=", t, tmax)]
+    lanes = builder.insert_element(ir.Constant(ir.VectorType(i64, 4), ir.Undefined), n, i32(0))
+    lanes = builder.shuffle_vector(lanes, lanes, zeros)
+    tests.append(builder.icmp_signed(">", lanes, ir.Constant(ir.VectorType(i64, 4), [0, 1, 2, 3])))
+    candidate = tests[0]
+    for test in tests[1:]:
+        candidate = builder.and_(candidate, test)
+    return candidate, t, u, v
+
+
+_FOUR = types.UniTuple(types.float64, 4)
+
+
+@intrinsic
+def _four_triangles(typingctx, tris, k, n, ox, oy, oz, dx, dy, dz, tmin, tmax, cull):
+    """Möller and Trumbore's test of the ray against rows ``k`` to ``k + n
+    - 1`` (``1 <= n <= 4``) of the flat float32 triangles at address
+    ``tris`` (``.ctypes.data``), each face as :func:`moller_trumbore`
+    tests it. Returns ``(mask, t, u, v)``: bit ``j`` of ``mask`` set when
+    row ``k + j`` is a candidate hit in ``[tmin, tmax]``, and its ``t, u,
+    v`` at index ``j`` of the three 4-tuples.
+
+    An intrinsic on an address, as the node visits are
+    (:mod:`bvh.walk.traversal`): numba has no vector type, and an array
+    argument would be reference counted on every leaf."""
+    sig = types.Tuple((types.int64, _FOUR, _FOUR, _FOUR))(tris, k, n, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
+
+    def codegen(context, builder, signature, args):
+        kinds = signature.args
+        data = builder.inttoptr(context.cast(builder, args[0], kinds[0], types.uintp), ir.FloatType().as_pointer())
+        k_value, n_value = [context.cast(builder, args[j], kinds[j], types.int64) for j in (1, 2)]
+        ray = [context.cast(builder, args[j], kinds[j], types.float64) for j in range(3, 11)]
+        cull_value = context.cast(builder, args[11], kinds[11], types.boolean)
+        candidate, t, u, v = _four_triangles_ir(builder, data, k_value, n_value, ray,
+                                                builder.trunc(cull_value, ir.IntType(1))
+                                                if cull_value.type != ir.IntType(1) else cull_value)
+        mask = builder.zext(builder.bitcast(candidate, ir.IntType(4)), ir.IntType(64))
+        result = context.get_constant_undef(signature.return_type)
+        result = builder.insert_value(result, mask, 0)
+        for slot, vector in ((1, t), (2, u), (3, v)):
+            for lane in range(4):
+                result = builder.insert_value(result, builder.extract_element(vector, ir.IntType(32)(lane)),
+                                              [slot, lane])
+        return result
+
+    return sig, codegen
+
+
+@jit_inline
+def four_triangles(tris, k, n, ox, oy, oz, dx, dy, dz, tmin, tmax, cull_backfaces):
+    """:func:`_four_triangles` of the flat triangle array ``tris``: ``(mask,
+    t, u, v)`` of rows ``k`` to ``k + n - 1``, ``n`` at most 4."""
+    return _four_triangles(tris.ctypes.data, k, n, ox, oy, oz, dx, dy, dz, tmin, tmax, cull_backfaces)
+
+
 #: Fields of the hit record a closest-hit walk keeps for its ray (float64;
 #: the row is -1 until a hit); a scene's walk adds the object and a shape's
 #: normal. One small array rather than an array per field: numba counts a
@@ -128,47 +243,64 @@ def make_triangle_leaves(passes):
     @jit_inline
     def closest(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, test, obj):
         hit, cull = out
-        for k in range(first, first + count):
-            t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
-            if t != NO_HIT and (t < tmax or hit[HIT_ROW] < 0.0) and passes(test, k, u, v, obj):
-                tmax = t
-                hit[HIT_T] = t
-                hit[HIT_U] = u
-                hit[HIT_V] = v
-                hit[HIT_ROW] = k
+        end = first + count
+        for k in range(first, end, 4):
+            mask, ts, us, vs = four_triangles(tris, k, min(end - k, 4), ox, oy, oz, dx, dy, dz, tmin, tmax, cull)
+            if mask == 0:
+                continue
+            for j in range(4):
+                t = ts[j]
+                if (mask >> j) & 1 and (t < tmax or hit[HIT_ROW] < 0.0) and passes(test, k + j, us[j], vs[j], obj):
+                    tmax = t
+                    hit[HIT_T] = t
+                    hit[HIT_U] = us[j]
+                    hit[HIT_V] = vs[j]
+                    hit[HIT_ROW] = k + j
         return tmax, False
 
     @jit_inline
     def any_hit(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, test, obj):
         occluded = out[0]
-        for k in range(first, first + count):
-            t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
-            if t != NO_HIT and passes(test, k, u, v, obj):
-                occluded[ray] = True
-                return tmax, True
+        end = first + count
+        for k in range(first, end, 4):
+            mask, ts, us, vs = four_triangles(tris, k, min(end - k, 4), ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+            if mask == 0:
+                continue
+            for j in range(4):
+                if (mask >> j) & 1 and passes(test, k + j, us[j], vs[j], obj):
+                    occluded[ray] = True
+                    return tmax, True
         return tmax, False
 
     @jit_inline
     def count_hits(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, test, obj):
         counts = out[0]
-        for k in range(first, first + count):
-            t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
-            if t != NO_HIT and passes(test, k, u, v, obj):
-                counts[ray] += 1
+        end = first + count
+        for k in range(first, end, 4):
+            mask, ts, us, vs = four_triangles(tris, k, min(end - k, 4), ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+            if mask == 0:
+                continue
+            for j in range(4):
+                if (mask >> j) & 1 and passes(test, k + j, us[j], vs[j], obj):
+                    counts[ray] += 1
         return tmax, False
 
     @jit_inline
     def collect_hits(tris, first, count, ox, oy, oz, dx, dy, dz, tmin, tmax, ray, out, test, obj):
-        cursor, rows, ts, us, vs = out
-        for k in range(first, first + count):
-            t, u, v, det = moller_trumbore(tris, k, ox, oy, oz, dx, dy, dz, tmin, tmax, False)
-            if t != NO_HIT and passes(test, k, u, v, obj):
-                slot = cursor[ray]
-                rows[slot] = k
-                ts[slot] = t
-                us[slot] = u
-                vs[slot] = v
-                cursor[ray] = slot + 1
+        cursor, rows, ts_out, us_out, vs_out = out
+        end = first + count
+        for k in range(first, end, 4):
+            mask, ts, us, vs = four_triangles(tris, k, min(end - k, 4), ox, oy, oz, dx, dy, dz, tmin, tmax, False)
+            if mask == 0:
+                continue
+            for j in range(4):
+                if (mask >> j) & 1 and passes(test, k + j, us[j], vs[j], obj):
+                    slot = cursor[ray]
+                    rows[slot] = k + j
+                    ts_out[slot] = ts[j]
+                    us_out[slot] = us[j]
+                    vs_out[slot] = vs[j]
+                    cursor[ray] = slot + 1
         return tmax, False
 
     return closest, any_hit, count_hits, collect_hits
