@@ -474,7 +474,7 @@ class ObjectTable:
         if self.token is None:
             self.token = uuid.uuid4().hex
         arrays = dict(object_kind=self.kind[:n].copy(), object_mesh=self.mesh_of[:n].copy(),
-                      object_transform=self.transform[:n], object_mask=self.mask[:n].copy(),
+                      object_transform=self.transform.lend(n).chunked(), object_mask=self.mask[:n].copy(),
                       object_pickable=self.pickable[:n].copy(), shape_start=starts, shape_data=shape_data,
                       object_inverse=self.inverse[:n].copy(), object_bounds=self.bounds[:n].copy(),
                       object_reported=self.reported[:n].copy())
@@ -485,6 +485,8 @@ class ObjectTable:
         shapes' data and boxes are set next, then :meth:`place_restored`."""
         n = kind.shape[0]
         self.kind, self.mesh_of, self.mask, self.pickable = kind, mesh_of, mask, pickable
+        if transform.shape != (n, 4, 4):
+            raise ValueError(f"the object table has {n} rows but transforms of shape {transform.shape}")
         self.transform = PageColumn.of(transform, 0.0)
         self.inverse = np.zeros((n, 3, 4))
         self.bounds = np.full((n, 2, 3), np.nan)

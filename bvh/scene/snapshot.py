@@ -12,7 +12,7 @@ from ..queries import alpha as alpha_columns, lines_points
 from ..queries.scene_rays import SceneArrays
 from ..shapes import LINES, MESH, POINTS, REMOVED
 from .mesh_pack import MeshPack
-from .pages import PagedRows
+from .pages import PageColumn
 from .recycling import Recycled, frozen
 from .top_level import TopLevel
 
@@ -57,7 +57,9 @@ class Snapshot(Recycled):
         self.transform = transform
         self.mask = frozen(mask)
         self.pickable = frozen(pickable)
-        self.bounds = PagedRows.of(bounds)
+        #: Writes the boxes of the snapshots derived from this one (each derives from the last).
+        self._bounds_column = PageColumn.of(bounds, np.nan)
+        self.bounds = self._bounds_column.lend(bounds.shape[0])
         # Each shape's parameters (see bvh.shapes), for the exact window test of a selection.
         self.shape_start = shape_start
         self.shape_data = shape_data
@@ -135,7 +137,8 @@ class Snapshot(Recycled):
             if not self.top.holds(moved) or not np.isfinite(table.bounds[moved]).all():
                 return None
             snap.transform = table.transform.lend(self.kind.shape[0])
-            snap.bounds = self.bounds.replaced(moved, table.bounds[moved])
+            self._bounds_column[moved] = table.bounds[moved]
+            snap.bounds = self._bounds_column.lend(self.kind.shape[0])
             snap.inverse = arrays["inverse"] = self._replaced(
                 snap, "inverse", moved,
                 _folded_inverse(self.pack, table.kind[moved], table.mesh_of[moved], table.inverse[moved]))

@@ -174,8 +174,12 @@ class TopLevel(Recycled):
 def finite_boxes(bounds: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(objects (K,), boxes (K, 6))``: those of ``live`` whose world box in
     ``bounds (O, 2, 3)`` is finite, and their boxes (copies)."""
-    finite = live[np.isfinite(bounds[live]).all(axis=(1, 2))]
-    return finite, bounds[finite].reshape(-1, 6)
+    boxes = bounds[live]
+    finite = np.isfinite(boxes).all(axis=(1, 2))
+    if finite.all():
+        # Every box finite (the usual case): no second gather of a million boxes.
+        return live, boxes.reshape(-1, 6)
+    return live[finite], boxes[finite].reshape(-1, 6)
 
 
 def _slot_costs(nodes: np.ndarray, rows: np.ndarray) -> np.ndarray:
