@@ -574,12 +574,20 @@ def _read_from(directory: Path, raw: bytes, verify: bool) -> Saved:
     tokens = {}
     for name, entry in manifest["arrays"].items():
         dtype = _check_entry(directory, name, entry)
-        arrays[name] = _map_array(directory, name, entry, dtype, verify)
+        arrays[name] = _map_array(directory, name, entry, dtype)
         tokens[name] = entry["token"]
+    if verify:
+        # Every checksum is checked before any array is given out, several at once
+        # (zlib.crc32 releases the interpreter lock); the first failing one is raised.
+        with ThreadPoolExecutor(IO_THREADS, thread_name_prefix="bvh-open") as pool:
+            checks = [pool.submit(_verify_array, directory, name, manifest["arrays"][name], array)
+                      for name, array in arrays.items()]
+        for check in checks:
+            check.result()
     return Saved(manifest["version"], manifest["metadata"], arrays, tokens)
 
 
-def _map_array(directory: Path, name: str, entry: dict, dtype: np.dtype, verify: bool) -> np.ndarray:
+def _map_array(directory: Path, name: str, entry: dict, dtype: np.dtype) -> np.ndarray:
     """One array, mapped read-only and checked against its manifest entry."""
     file_name = entry["file"]
     path = directory / file_name
@@ -616,11 +624,15 @@ def _map_array(directory: Path, name: str, entry: dict, dtype: np.dtype, verify:
         )
     if not array.flags.c_contiguous:
         raise _damaged(directory, f"{described} is not stored in C order")
-    if verify:
-        crc = zlib.crc32(array)
-        if crc != entry["crc32"]:
-            raise _damaged(
-                directory,
-                f"{described} fails its checksum (crc32 {crc:#010x}, manifest says {entry['crc32']:#010x})",
-            )
     return array
+
+
+def _verify_array(directory: Path, name: str, entry: dict, array: np.ndarray) -> None:
+    """Raise the damage when ``array``'s checksum is not its manifest entry's."""
+    crc = zlib.crc32(array)
+    if crc != entry["crc32"]:
+        raise _damaged(
+            directory,
+            f"array {name!r} file {entry['file']} fails its checksum (crc32 {crc:#010x}, "
+            f"manifest says {entry['crc32']:#010x})",
+        )

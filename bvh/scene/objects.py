@@ -488,9 +488,8 @@ class ObjectTable:
         if transform.shape != (n, 4, 4):
             raise ValueError(f"the object table has {n} rows but transforms of shape {transform.shape}")
         self.transform = PageColumn.of(transform, 0.0)
-        self.inverse = np.zeros((n, 3, 4))
-        self.bounds = np.full((n, 2, 3), np.nan)
-        self.reported = np.full((n, 2, 3), np.nan)
+        # Set by place_restored (taken from the save, or computed).
+        self.inverse = self.bounds = self.reported = None
         self.names, self.params, self.shape_data = names, params, [None] * n
         self.count = n
         self.live_count = int((kind != REMOVED).sum())
@@ -504,6 +503,11 @@ class ObjectTable:
         live = self.live()
         if placed is not None:
             self.inverse, self.bounds, self.reported = (np.array(a, np.float64) for a in placed)
+        else:
+            n = self.count
+            self.inverse = np.zeros((n, 3, 4))
+            self.bounds = np.full((n, 2, 3), np.nan)
+            self.reported = np.full((n, 2, 3), np.nan)
         if live.size:
             if placed is None:
                 self.inverse[live] = affine_inverses(self.transform[live])

@@ -169,10 +169,23 @@ class PageColumn:
 
     @classmethod
     def of(cls, array: np.ndarray, fill) -> "PageColumn":
-        """A column holding the rows of ``array`` (copied)."""
+        """A column holding the rows of ``array`` (copied block by block into
+        a new pool, whose pages are its slots in order: no pass filling them first)."""
         column = cls(array.shape[1:], array.dtype, fill)
-        column.grow(array.shape[0])
-        column[0:array.shape[0]] = array
+        rows = array.shape[0]
+        pages = -(-rows // PAGE_ROWS)
+        while column.pool.slots < pages:
+            column.pool.add_block()
+        for b, block in enumerate(column.pool.blocks):
+            flat = block.reshape((-1,) + column.pool.row_shape)
+            start = b * flat.shape[0]
+            part = min(flat.shape[0], max(rows - start, 0))
+            flat[:part] = array[start:start + part]
+            if part < flat.shape[0]:
+                flat[part:(pages * PAGE_ROWS) - start] = fill
+        column.table = np.arange(pages, dtype=np.int32)
+        column.owned = np.ones(pages, bool)
+        column._free = np.arange(pages, column.pool.slots, dtype=np.int32)
         return column
 
     @property
