@@ -11,11 +11,16 @@
 # -e PICK_ALLOW_OPEN=true. Saved scenes live in the /data volume; PICK_*
 # variables configure the service (see service/settings.py), e.g. -e PICK_WORKERS=4.
 #
-# tests/test_dockerfile.py runs this file's install and start commands in a
-# fresh virtualenv (no Docker engine needed): keep RUN steps to plain
-# `cmd && cmd` chains, and absolute paths under the directories named in
-# WORKDIR, COPY and ENV.
-FROM python:3.11-slim
+# The base image is a build argument: where no image registry answers,
+# docker/debian-base-image.sh makes one from Debian's packages (python3 in a
+# virtualenv first on PATH, this machine's pip configuration) and
+#   docker build --network host --build-arg BASE_IMAGE=bvh-pick-base:bookworm -t bvh-pick .
+# builds on it. tests/test_container.py (`make test-container`) builds this
+# file with a Docker engine and runs the container: /ready, a pick through the
+# port, `docker kill -s KILL` and the scene found again from the volume, uid
+# 10001, and the refusal to start open without a key.
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

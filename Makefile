@@ -14,7 +14,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: test test-slow serve bench cluster cluster-down
+.PHONY: test test-slow test-container serve bench cluster cluster-down
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -37,11 +37,18 @@ $(INSTALLED)-bench: pyproject.toml | $(PY)
 	touch $@ $(INSTALLED)
 
 test: $(INSTALLED)-test
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow and not container"
 
-# The long runs (a real server against a filled tmpfs, the Dockerfile installed from scratch): some 8 minutes more.
+# The long runs (a real server against a small tmpfs it fills): some minutes more.
 test-slow: $(INSTALLED)-test
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q -m "slow and not container"
+
+# The Dockerfile built and run by a Docker engine (tests/test_container.py): the engine that answers,
+# or a dockerd the test starts and stops (root and Debian's docker.io needed); on a base image made
+# from Debian's packages (debootstrap) when no image registry answers. -s shows the build time and
+# the time to /ready. Some 6 minutes, 2 more the first time (the base image).
+test-container: $(INSTALLED)-test
+	$(PY) -m pytest -q -s -m container
 
 # A first start in ./data creates the sample scenes (PICK_SAMPLE_SCENES).
 serve: $(INSTALLED)
