@@ -27,6 +27,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
+# numba runs the batch kernels on a threading layer, and the service calls them from
+# several threads at once: its built-in "workqueue" layer is not threadsafe (two
+# uploads side by side gave wrong vertices), so the image carries GNU OpenMP and
+# bvh asks numba for a threadsafe layer.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libgomp1 \
+ && rm -rf /var/lib/apt/lists/*
+
 RUN groupadd --system --gid 10001 pick \
  && useradd --system --uid 10001 --gid pick --create-home --home-dir /home/pick --shell /usr/sbin/nologin pick
 

@@ -12,7 +12,19 @@
 ``bvh.primitives`` holds the analytic ray and bounding-volume tests.
 """
 
-from ._jit import end_cache_scope
+import os as _os
+
+import numba as _numba
+
+# The service calls parallel kernels from several threads at once, and numba's
+# built-in "workqueue" layer is not threadsafe (numba's threading-layer docs;
+# in a container without TBB or OpenMP, uploads beside the warm-up came back
+# with wrong vertices): only TBB or OpenMP will do, and with neither the first
+# parallel kernel refuses to run instead of answering wrongly.
+if "NUMBA_THREADING_LAYER" not in _os.environ:
+    _numba.config.THREADING_LAYER = "threadsafe"
+
+from ._jit import end_cache_scope  # noqa: E402
 from . import camera, primitives
 from .queries import frustum
 from .builders.config import BuildConfig
