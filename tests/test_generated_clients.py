@@ -196,7 +196,13 @@ def test_openapi_python_client(server, spec_file, tmp_path, monkeypatch):
     assert "Warning" not in generated.stdout + generated.stderr, generated.stdout + generated.stderr
 
     monkeypatch.syspath_prepend(str(tmp_path / "client"))
+    # The generated package takes the official client's name (clients/python, installed by make test):
+    # forget that one while the generated one is imported.
+    for name in [name for name in sys.modules if name == "bvh_pick_client" or name.startswith("bvh_pick_client.")]:
+        monkeypatch.delitem(sys.modules, name)
+    importlib.invalidate_caches()
     package = importlib.import_module("bvh_pick_client")
+    assert Path(package.__file__).is_relative_to(tmp_path), package.__file__
     try:
         modules = [importlib.import_module(module.name)
                    for module in pkgutil.walk_packages(package.__path__, "bvh_pick_client.")]
