@@ -21,7 +21,6 @@ import json
 import os
 import pkgutil
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from testkit.servers import free_port, start_server
+from testkit.servers import free_port, start_server, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATORS = ROOT / "tests" / "generators"
@@ -48,12 +47,7 @@ def server(tmp_path_factory):
     port = free_port()
     process = start_server(data, port)
     yield f"http://127.0.0.1:{port}"
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    stop(process)
 
 
 @pytest.fixture(scope="module")
