@@ -34,7 +34,6 @@ import re
 import threading
 import uuid
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
@@ -75,11 +74,6 @@ _STORABLE_KINDS = "biufc"
 
 _ENTRY_KEYS = ("file", "dtype", "shape", "bytes", "crc32", "token")
 
-#: Array files written, and checksums verified, at once: writing, ``fsync`` and
-#: ``zlib.crc32`` of a large buffer release the interpreter lock, so a
-#: million objects' arrays (some 400 MB) are written while others are synced.
-IO_THREADS = 4
-
 #: A reader that keeps losing races against writers gives up after this many
 #: manifests; each retry needs a whole save to complete in between.
 _READ_ATTEMPTS = 5
@@ -93,11 +87,10 @@ def write_arrays(directory, arrays: dict, metadata: dict, tokens: dict | None = 
     directory : str or os.PathLike
         Created (with its parents) when missing. Files in it that this module
         did not create are left alone.
-    arrays : dict[str, numpy.ndarray or Chunked]
+    arrays : dict[str, numpy.ndarray]
         Name to array. Names match ``[A-Za-z0-9_]+``; arrays have a bool,
         integer, float or complex dtype and any shape, zero-size included.
-        They are stored C-contiguous and little-endian. A :class:`Chunked`
-        array is written chunk by chunk, never gathered into one.
+        They are stored C-contiguous and little-endian.
     metadata : dict
         Any JSON-serialisable dict; read back by :func:`read_arrays` as JSON
         gives it (tuples become lists, keys become strings).
@@ -137,14 +130,11 @@ def write_arrays(directory, arrays: dict, metadata: dict, tokens: dict | None = 
         entries = {}
         created = []
         try:
-            writing = {}
-            with ThreadPoolExecutor(IO_THREADS, thread_name_prefix="bvh-save") as pool:
-                for name, (array, token) in prepared.items():
-                    entries[name] = _reusable_entry(directory, previous.get(name), array, token)
-                    if entries[name] is None:
-                        writing[name] = pool.submit(_write_array_file, directory, name, array, token, created)
-            # Every write has ended here (the pool waited); the first failure is raised.
-            entries.update({name: future.result() for name, future in writing.items()})
+            for name, (array, token) in prepared.items():
+                entry = _reusable_entry(directory, previous.get(name), array, token)
+                if entry is None:
+                    entry = _write_array_file(directory, name, array, token, created)
+                entries[name] = entry
             fsync_directory(directory)
             manifest = {
                 "format": FORMAT,
@@ -261,9 +251,7 @@ def _prepare_arrays(arrays, tokens) -> dict:
     for name, value in arrays.items():
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ValueError(f"array name {name!r} must be letters, digits and underscores only")
-        if isinstance(value, Chunked):
-            array = value
-        elif isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray):
             array = value
         else:
             try:
@@ -275,11 +263,8 @@ def _prepare_arrays(arrays, tokens) -> dict:
         token = tokens.get(name)
         if token is not None and not isinstance(token, str):
             raise ValueError(f"token of array {name!r} must be a string or None, got {type(token).__name__}")
-        if isinstance(array, Chunked):
-            prepared[name] = (array._replace(dtype=array.dtype.newbyteorder("<")), token)
-        else:
-            # np.ascontiguousarray would turn a 0-d array into shape (1,).
-            prepared[name] = (np.asarray(array, dtype=array.dtype.newbyteorder("<"), order="C"), token)
+        # np.ascontiguousarray would turn a 0-d array into shape (1,).
+        prepared[name] = (np.asarray(array, dtype=array.dtype.newbyteorder("<"), order="C"), token)
     return prepared
 
 
@@ -349,11 +334,7 @@ def _write_array_file(directory: Path, name: str, array: np.ndarray, token, crea
     # Recorded before the file exists so a failure anywhere below removes it.
     created.append(temporary)
     with open(temporary, "wb") as stream:
-        if isinstance(array, Chunked):
-            crc = _write_chunks(stream, array)
-        else:
-            np.lib.format.write_array(stream, array, allow_pickle=False)
-            crc = zlib.crc32(array)
+        np.lib.format.write_array(stream, array, allow_pickle=False)
         stream.flush()
         os.fsync(stream.fileno())
         size = stream.tell()
@@ -364,37 +345,9 @@ def _write_array_file(directory: Path, name: str, array: np.ndarray, token, crea
         "dtype": array.dtype.str,
         "shape": list(array.shape),
         "bytes": size,
-        "crc32": crc,
+        "crc32": zlib.crc32(array),
         "token": token,
     }
-
-
-class Chunked(NamedTuple):
-    """An array of ``shape`` and ``dtype`` given as ``chunks``: C-contiguous
-    arrays whose rows, concatenated and cut to ``shape[0]`` rows, are it
-    (the pages of a column shared with other versions of it: written one by
-    one, no copy of the whole is made)."""
-
-    chunks: list
-    shape: tuple
-    dtype: np.dtype
-
-
-def _write_chunks(stream, array: Chunked) -> int:
-    """Write ``array`` as :func:`numpy.lib.format.write_array` writes an
-    array; returns the crc32 of its data."""
-    header = {"descr": np.lib.format.dtype_to_descr(array.dtype), "fortran_order": False, "shape": array.shape}
-    np.lib.format.write_array_header_1_0(stream, header)
-    crc = 0
-    left = array.shape[0]
-    for chunk in array.chunks:
-        part = np.ascontiguousarray(chunk[:left], dtype=array.dtype)
-        left -= part.shape[0]
-        part.tofile(stream)
-        crc = zlib.crc32(part, crc)
-    if left:
-        raise ValueError(f"the chunks hold {array.shape[0] - left} of {array.shape[0]} rows")
-    return crc
 
 
 def _replace_manifest(directory: Path, manifest: dict) -> None:
@@ -574,20 +527,12 @@ def _read_from(directory: Path, raw: bytes, verify: bool) -> Saved:
     tokens = {}
     for name, entry in manifest["arrays"].items():
         dtype = _check_entry(directory, name, entry)
-        arrays[name] = _map_array(directory, name, entry, dtype)
+        arrays[name] = _map_array(directory, name, entry, dtype, verify)
         tokens[name] = entry["token"]
-    if verify:
-        # Every checksum is checked before any array is given out, several at once
-        # (zlib.crc32 releases the interpreter lock); the first failing one is raised.
-        with ThreadPoolExecutor(IO_THREADS, thread_name_prefix="bvh-open") as pool:
-            checks = [pool.submit(_verify_array, directory, name, manifest["arrays"][name], array)
-                      for name, array in arrays.items()]
-        for check in checks:
-            check.result()
     return Saved(manifest["version"], manifest["metadata"], arrays, tokens)
 
 
-def _map_array(directory: Path, name: str, entry: dict, dtype: np.dtype) -> np.ndarray:
+def _map_array(directory: Path, name: str, entry: dict, dtype: np.dtype, verify: bool) -> np.ndarray:
     """One array, mapped read-only and checked against its manifest entry."""
     file_name = entry["file"]
     path = directory / file_name
@@ -624,15 +569,11 @@ def _map_array(directory: Path, name: str, entry: dict, dtype: np.dtype) -> np.n
         )
     if not array.flags.c_contiguous:
         raise _damaged(directory, f"{described} is not stored in C order")
+    if verify:
+        crc = zlib.crc32(array)
+        if crc != entry["crc32"]:
+            raise _damaged(
+                directory,
+                f"{described} fails its checksum (crc32 {crc:#010x}, manifest says {entry['crc32']:#010x})",
+            )
     return array
-
-
-def _verify_array(directory: Path, name: str, entry: dict, array: np.ndarray) -> None:
-    """Raise the damage when ``array``'s checksum is not its manifest entry's."""
-    crc = zlib.crc32(array)
-    if crc != entry["crc32"]:
-        raise _damaged(
-            directory,
-            f"array {name!r} file {entry['file']} fails its checksum (crc32 {crc:#010x}, "
-            f"manifest says {entry['crc32']:#010x})",
-        )

@@ -23,7 +23,6 @@ from .checks import (MAX_CONDITION, EntryError, InstanceArrays, UnknownIdError, 
                      is_index)
 from .mesh_pack import MeshPack
 from .meshes import MeshRegistry
-from .pages import PageColumn
 from .recycling import frozen
 
 #: Moves of up to this many objects try one compiled call first (an editor's drag; see
@@ -94,11 +93,8 @@ class ObjectTable:
         ``MESH``, ``LINES``, ``POINTS``, a shape's code, or ``REMOVED``.
     mesh_of : (C,) int32
         A mesh object's mesh, a line or point object's set; -1 for shapes.
-    transform : PageColumn
-        ``(C, 4, 4)`` float64 object-to-world maps, in pages lent to
-        snapshots copy-on-write (:mod:`bvh.scene.pages`).
-    inverse : (C, 3, 4) float64
-        World to object.
+    transform, inverse : (C, 4, 4), (C, 3, 4) float64
+        Object to world, world to object.
     mask : (C,) uint32
     pickable : (C,) bool
     bounds, reported : (C, 2, 3) float64
@@ -120,7 +116,7 @@ class ObjectTable:
         self.live_count = 0
         self.kind = np.full(0, REMOVED, np.int32)
         self.mesh_of = np.zeros(0, np.int32)
-        self.transform = PageColumn((4, 4), np.float64, 0.0)
+        self.transform = np.zeros((0, 4, 4))
         self.inverse = np.zeros((0, 3, 4))
         self.mask = np.zeros(0, np.uint32)
         self.pickable = np.zeros(0, bool)
@@ -347,7 +343,7 @@ class ObjectTable:
 
         self.kind = grown(self.kind, REMOVED)
         self.mesh_of = grown(self.mesh_of, -1)
-        self.transform.grow(capacity)
+        self.transform = grown(self.transform, 0.0)
         self.inverse = grown(self.inverse, 0.0)
         self.mask = grown(self.mask, 0)
         self.pickable = grown(self.pickable, False)
@@ -474,7 +470,7 @@ class ObjectTable:
         if self.token is None:
             self.token = uuid.uuid4().hex
         arrays = dict(object_kind=self.kind[:n].copy(), object_mesh=self.mesh_of[:n].copy(),
-                      object_transform=self.transform.lend(n).chunked(), object_mask=self.mask[:n].copy(),
+                      object_transform=self.transform[:n].copy(), object_mask=self.mask[:n].copy(),
                       object_pickable=self.pickable[:n].copy(), shape_start=starts, shape_data=shape_data,
                       object_inverse=self.inverse[:n].copy(), object_bounds=self.bounds[:n].copy(),
                       object_reported=self.reported[:n].copy())
@@ -484,12 +480,10 @@ class ObjectTable:
         """Make saved columns this table's (a scene being opened); the
         shapes' data and boxes are set next, then :meth:`place_restored`."""
         n = kind.shape[0]
-        self.kind, self.mesh_of, self.mask, self.pickable = kind, mesh_of, mask, pickable
-        if transform.shape != (n, 4, 4):
-            raise ValueError(f"the object table has {n} rows but transforms of shape {transform.shape}")
-        self.transform = PageColumn.of(transform, 0.0)
-        # Set by place_restored (taken from the save, or computed).
-        self.inverse = self.bounds = self.reported = None
+        self.kind, self.mesh_of, self.transform, self.mask, self.pickable = kind, mesh_of, transform, mask, pickable
+        self.inverse = np.zeros((n, 3, 4))
+        self.bounds = np.full((n, 2, 3), np.nan)
+        self.reported = np.full((n, 2, 3), np.nan)
         self.names, self.params, self.shape_data = names, params, [None] * n
         self.count = n
         self.live_count = int((kind != REMOVED).sum())
@@ -503,11 +497,6 @@ class ObjectTable:
         live = self.live()
         if placed is not None:
             self.inverse, self.bounds, self.reported = (np.array(a, np.float64) for a in placed)
-        else:
-            n = self.count
-            self.inverse = np.zeros((n, 3, 4))
-            self.bounds = np.full((n, 2, 3), np.nan)
-            self.reported = np.full((n, 2, 3), np.nan)
         if live.size:
             if placed is None:
                 self.inverse[live] = affine_inverses(self.transform[live])

@@ -177,8 +177,8 @@ def write(directory, captured: Captured) -> None:
         "mesh_keys": captured.mesh_keys,
         # Only the objects that have a name, and the shapes' parameters: a
         # million unnamed instances make no million entries of JSON.
-        "named_objects": _listed(names, lambda name: name is not None, str),
-        "shape_objects": _listed(params, bool, dict),
+        "named_objects": [[k, names[k]] for k in range(len(names)) if names[k] is not None],
+        "shape_objects": [[k, dict(params[k])] for k in range(len(params)) if params[k]],
         "pack_token": captured.pack_token,
         "objects_token": captured.objects_token,
         "annotations": captured.annotations,
@@ -186,15 +186,6 @@ def write(directory, captured: Captured) -> None:
         "lp_token": captured.lp_token,
     }
     persistence.write_arrays(Path(directory), captured.arrays, metadata, captured.tokens)
-
-
-def _listed(column: list, kept, convert) -> list:
-    """``[[k, convert(column[k])], ...]`` for each entry ``kept`` says to list;
-    no loop in Python over a million unnamed instances, which share one
-    ``None`` (names) and one empty dict (params)."""
-    if not column or column.count(column[0]) == len(column) and not kept(column[0]):
-        return []
-    return [[k, convert(value)] for k, value in enumerate(column) if kept(value)]
 
 
 def open_saved(directory, verify: bool, restore: Callable[[dict, dict, bool], object]):
@@ -256,7 +247,7 @@ def restore(meshes: MeshRegistry, line_sets: LineSets, objects: ObjectTable, met
     n = kind.shape[0]
     names, params = _object_names_and_params(metadata, n)
     mesh_of = np.array(arrays["object_mesh"], np.int32)
-    objects.restore(kind, mesh_of, np.asarray(arrays["object_transform"], np.float64),
+    objects.restore(kind, mesh_of, np.array(arrays["object_transform"], np.float64),
                     np.array(arrays["object_mask"], np.uint32), np.array(arrays["object_pickable"], bool), names,
                     params)
     starts = np.asarray(arrays["shape_start"], np.int64)

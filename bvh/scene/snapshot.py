@@ -12,7 +12,6 @@ from ..queries import alpha as alpha_columns, lines_points
 from ..queries.scene_rays import SceneArrays
 from ..shapes import LINES, MESH, POINTS, REMOVED
 from .mesh_pack import MeshPack
-from .pages import PageColumn
 from .recycling import Recycled, frozen
 from .top_level import TopLevel
 
@@ -29,13 +28,9 @@ class Snapshot(Recycled):
     ----------
     pack, lp_pack : MeshPack, LinePointPack
         The meshes and the line and point sets.
-    kind, mesh_of, mask, pickable
-        The object table's columns ``(O,)``.
-    transform, bounds : PagedRows
-        The objects' ``(O, 4, 4)`` transforms (pages the table lent) and
-        ``(O, 2, 3)`` world boxes as the top level uses them, in pages a
-        derived snapshot shares but for the moved objects'
-        (:mod:`bvh.scene.pages`): only Python code reads them.
+    kind, mesh_of, transform, mask, pickable, bounds
+        The object table's columns (``(O,)``, ``(O, 4, 4)``, ``(O, 2, 3)``
+        world boxes as the top level uses them).
     inverse : (O, 3, 4) float64
         World-to-object maps, each mesh's centring offset folded in.
     enabled : (O,) bool
@@ -54,12 +49,10 @@ class Snapshot(Recycled):
         self.kind = kind
         self.mesh_of = mesh_of
         self._spares = {}
-        self.transform = transform
+        self.transform = frozen(transform)
         self.mask = frozen(mask)
         self.pickable = frozen(pickable)
-        #: Writes the boxes of the snapshots derived from this one (each derives from the last).
-        self._bounds_column = PageColumn.of(bounds, np.nan)
-        self.bounds = self._bounds_column.lend(bounds.shape[0])
+        self.bounds = frozen(bounds)
         # Each shape's parameters (see bvh.shapes), for the exact window test of a selection.
         self.shape_start = shape_start
         self.shape_data = shape_data
@@ -103,9 +96,7 @@ class Snapshot(Recycled):
         table : bvh.scene.objects.ObjectTable
             The scene's objects; only rows ``moved`` and ``flagged`` of its
             ``kind``, ``mesh_of``, ``transform``, ``inverse``, ``mask``,
-            ``pickable`` and ``bounds`` are read, and its ``bounds`` by the
-            top level's refit: they hold this snapshot's values (call with
-            the scene's lock held).
+            ``pickable`` and ``bounds`` are read.
         moved, flagged : (M,), (F,) int64
             Live objects, sorted, without repeats.
         top : TopLevel, optional
@@ -115,11 +106,11 @@ class Snapshot(Recycled):
 
         Notes
         -----
-        Cost: O(M) numpy work on the moved objects' rows, their pages of
-        ``transform`` and ``bounds``, their leaf slots and their ancestors,
-        when the arrays this snapshot replaced in its parent are no longer
-        read (:mod:`bvh.scene.recycling`); else a copy (``memcpy``) of the
-        inverses and of the top-level nodes first.
+        Cost: O(M) numpy work on the moved objects' rows, their leaf slots
+        and their ancestors, when the arrays this snapshot replaced in its
+        parent are no longer read (:mod:`bvh.scene.recycling`); else a copy
+        (``memcpy``) of the per-object arrays that changed and of the
+        top-level nodes first.
         """
         snap = object.__new__(Snapshot)
         snap.__dict__.update(self.__dict__)
@@ -136,16 +127,15 @@ class Snapshot(Recycled):
         if moved.size:
             if not self.top.holds(moved) or not np.isfinite(table.bounds[moved]).all():
                 return None
-            snap.transform = table.transform.lend(self.kind.shape[0])
-            self._bounds_column[moved] = table.bounds[moved]
-            snap.bounds = self._bounds_column.lend(self.kind.shape[0])
+            snap.transform = self._replaced(snap, "transform", moved, table.transform[moved])
+            snap.bounds = self._replaced(snap, "bounds", moved, table.bounds[moved])
             snap.inverse = arrays["inverse"] = self._replaced(
                 snap, "inverse", moved,
                 _folded_inverse(self.pack, table.kind[moved], table.mesh_of[moved], table.inverse[moved]))
         if top is not None:
-            snap.top = top.refitted(table.bounds, top_moved) if top_moved.size else top
+            snap.top = top.refitted(snap.bounds, top_moved) if top_moved.size else top
         elif moved.size:
-            snap.top = self.top.refitted(table.bounds, moved)
+            snap.top = self.top.refitted(snap.bounds, moved)
         if snap.top is not self.top:
             nodes = snap.top.nodes
             arrays.update(top_nodes=nodes.reshape(-1), top_links=nodes.view(np.int32).reshape(-1),
@@ -155,8 +145,8 @@ class Snapshot(Recycled):
 
     def spare_all(self) -> None:
         """:meth:`Recycled.spare` of the arrays a move writes: this snapshot's
-        inverses (its transforms and boxes are paged) and its top level's."""
-        self.spare("inverse")
+        per-object ones and its top level's."""
+        self.spare("transform", "bounds", "inverse")
         self.top.spare("nodes", "cost_terms")
 
     def with_enabled(self, enabled: np.ndarray) -> SceneArrays:

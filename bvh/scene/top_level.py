@@ -49,7 +49,7 @@ class TopLevel(Recycled):
     order : (L,) int32
         The objects of the leaves, leaf by leaf: every live object with a
         finite world box.
-    leaf_row, leaf_slot : (O,) int32
+    leaf_row, leaf_slot : (O,) int64
         Node row and slot of each object's leaf; row -1 for an object
         outside the tree.
     row_parent, row_parent_slot, row_depth : (R,) int64
@@ -111,9 +111,8 @@ class TopLevel(Recycled):
         child._spares = {}
         nodes = self._writable("nodes")
         written = np.zeros(nodes.shape[0], np.bool_)
-        refit_top_level(nodes, nodes.view(np.int32), self.order, bounds, self.leaf_row[moved].astype(np.int64),
-                        self.leaf_slot[moved].astype(np.int64), self.row_parent, self.row_parent_slot, self.row_depth,
-                        written)
+        refit_top_level(nodes, nodes.view(np.int32), self.order, bounds, self.leaf_row[moved],
+                        self.leaf_slot[moved], self.row_parent, self.row_parent_slot, self.row_depth, written)
         changed = np.flatnonzero(written)
         child.cost_terms = self._replaced(child, "cost_terms", changed, _slot_costs(nodes, changed))
         child.cost = _top_cost(nodes, child.cost_terms)
@@ -126,8 +125,8 @@ class TopLevel(Recycled):
         leaf: :meth:`holds`) with world boxes ``bounds (O, 2, 3)``: refitting
         their leaves leaves every box as it is, bit for bit."""
         nodes = self.nodes.copy()
-        refit_top_level(nodes, nodes.view(np.int32), self.order, bounds, self.leaf_row[objects].astype(np.int64),
-                        self.leaf_slot[objects].astype(np.int64), self.row_parent, self.row_parent_slot, self.row_depth,
+        refit_top_level(nodes, nodes.view(np.int32), self.order, bounds, self.leaf_row[objects],
+                        self.leaf_slot[objects], self.row_parent, self.row_parent_slot, self.row_depth,
                         np.zeros(nodes.shape[0], np.bool_))
         return np.array_equal(nodes.view(np.int32), self.nodes.view(np.int32))
 
@@ -164,22 +163,17 @@ class TopLevel(Recycled):
         # Every object of a leaf: its row of order, leaf by leaf.
         positions = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes) \
             + np.repeat(first[leaf_row, leaf_slot], sizes)
-        # int32 (a node row or slot): 8 bytes per object less than int64 at a million objects.
-        self.leaf_row = np.full(objects, -1, np.int32)
+        self.leaf_row = np.full(objects, -1, np.int64)
         self.leaf_row[self.order[positions]] = np.repeat(leaf_row, sizes)
-        self.leaf_slot = np.zeros(objects, np.int32)
+        self.leaf_slot = np.zeros(objects, np.int64)
         self.leaf_slot[self.order[positions]] = np.repeat(leaf_slot, sizes)
 
 
 def finite_boxes(bounds: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(objects (K,), boxes (K, 6))``: those of ``live`` whose world box in
     ``bounds (O, 2, 3)`` is finite, and their boxes (copies)."""
-    boxes = bounds[live]
-    finite = np.isfinite(boxes).all(axis=(1, 2))
-    if finite.all():
-        # Every box finite (the usual case): no second gather of a million boxes.
-        return live, boxes.reshape(-1, 6)
-    return live[finite], boxes[finite].reshape(-1, 6)
+    finite = live[np.isfinite(bounds[live]).all(axis=(1, 2))]
+    return finite, bounds[finite].reshape(-1, 6)
 
 
 def _slot_costs(nodes: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -49,8 +49,10 @@ class TopLevelRebuild:
 
     Parameters
     ----------
-    bounds : PagedRows
-        The snapshot's ``(O, 2, 3)`` world boxes (:mod:`bvh.scene.pages`).
+    bounds : (O, 2, 3) float64
+        The snapshot's world boxes; read (copied) at the thread's start only,
+        so that the recycling of snapshots (:mod:`bvh.scene.recycling`)
+        writes in their memory again soon.
     live : (K,) int64
         The snapshot's live objects.
     """
@@ -224,8 +226,8 @@ class Versions:
         if top is None:
             self.builds += 1
         snap = Snapshot(pack, lp_pack, self._meshes.tight_nodes(pack), table.kind[:n].copy(),
-                        table.mesh_of[:n].copy(), table.transform.lend(n), table.inverse[:n],
-                        table.mask[:n].copy(), table.pickable[:n].copy(), table.bounds[:n],
+                        table.mesh_of[:n].copy(), table.transform[:n].copy(), table.inverse[:n],
+                        table.mask[:n].copy(), table.pickable[:n].copy(), table.bounds[:n].copy(),
                         starts.astype(np.int32), shape_data, top)
         if n > SYNC_BUILD_LIMIT:
             threading.Thread(target=snap.spare_all, name="bvh-spares", daemon=True).start()
